@@ -1,0 +1,58 @@
+"""superdex_gym.sim: a pure-Python (numpy/scipy, float64) re-implementation of the rigid actors of SuperDex Physics.
+
+Bind it where a reference script imports the engine (``import superdex_gym.sim as mochi``) and the reference's
+rigid-actor API works under the same names: ``create_scene``, ``create_plane_shape``, ``load_shape_from_file``,
+``scene.create_rigid_actor(...)``, ``scene.step(dt)``, ... Scenes can hold many worlds (``set_num_worlds``) that
+advance in one call.
+"""
+
+from . import experimental, lie
+from .actor import RigidActor
+from .assets_path import ASSETS_PATH
+from .contact.colliders import ColliderType
+from .contact.params import GRID_SDF_DEFAULT_BOUNDARY_PADDING, ContactParams, GridSdfParams, SdfResolutionMode
+from .context import create_scene, destroy_scene, initialize, is_initialized, shutdown
+from .mass_properties import MassProperties, compute_mass_properties
+from .mesh_io import load_shape_from_file, save_shape_to_file
+from .params import (
+    AUTO_LINEAR_SOLVER_MAX_ITER,
+    DEFAULT_DENSITY,
+    DEFAULT_GRAVITY,
+    DEFAULT_REL_STEP_TOL,
+    ConvergenceMode,
+    ConvergenceStatus,
+    CoulombFrictionModel,
+    ExperimentalEvalParams,
+    IntegrationMethod,
+    LinearSolverNormType,
+    LinearSolverParams,
+    LinearSolverType,
+    LinearToleranceStrategy,
+    LineSearchType,
+    NonLinearSolverParams,
+    NonLinearSolverType,
+    PerformanceStats,
+    PreconditionerType,
+    PsdProjMode,
+    RigidActorParams,
+    SaturationHessianParams,
+    SolverParams,
+    SolverStats,
+    Verbosity,
+)
+from .quadrature import ActorBoundaryElementType, BoundarySubsamplingParams, SubsamplingStrategy
+from .scene import Scene
+from .shapes import (
+    Shape,
+    create_box_mesh_shape,
+    create_icosphere_shape,
+    create_plane_shape,
+    create_sphere_shape,
+    create_tet_mesh_shape,
+    create_tri_mesh_shape,
+    get_shape_aabb,
+    release_shape,
+)
+from .transforms import Quaternion, TransformRT
+
+Actor = RigidActor

@@ -1,0 +1,221 @@
+"""`RigidActor`: the handle a user holds for one rigid actor, with the reference engine's accessor names.
+
+An actor's data lives in the scene (its row of the compiled model and of the batched state); the actor object only
+knows its scene and row. Getters read world ``world`` (default 0); setters write every world unless ``world`` is
+given, so a W = 1 scene behaves exactly like the reference.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import lie
+from .transforms import Quaternion, TransformRT, as_vector3
+
+
+class RigidActor:
+    def __init__(self, scene, record):
+        self._scene = scene
+        self._record = record
+
+    # --- identity ---------------------------------------------------------------------------------------------
+    def get_name(self) -> str:
+        return self._record.name
+
+    def get_handle(self) -> int:
+        return self._record.handle
+
+    def is_static(self) -> bool:
+        return self._record.is_static
+
+    def is_valid(self) -> bool:
+        return self._record.alive
+
+    def get_shape(self):
+        return self._record.shape
+
+    def get_layer(self) -> str:
+        return self._record.layer
+
+    def set_contact_layer(self, layer: str) -> None:
+        if not isinstance(layer, str):
+            raise TypeError(f"layer must be a string, got {layer!r}")
+        self._row()
+        self._record.layer = layer
+
+    def get_collider_type(self):
+        return self._record.collider_type
+
+    def get_contact_params(self):
+        import copy
+
+        return copy.deepcopy(self._record.contact)
+
+    def set_contact_params(self, params) -> None:
+        import copy
+
+        params = copy.deepcopy(params).validate()
+        self._row()
+        self._record.contact = params
+        self._scene._mark_dirty()
+
+    def get_num_dofs(self) -> int:
+        return 0 if self._record.is_static else 6
+
+    def __repr__(self) -> str:
+        kind = "static" if self._record.is_static else "dynamic"
+        return f"RigidActor(name={self._record.name!r}, handle={self._record.handle}, {kind})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, RigidActor) and other._record is self._record
+
+    def __hash__(self) -> int:
+        return hash(self._record.handle)
+
+    # --- internal ---------------------------------------------------------------------------------------------
+    def _row(self) -> int:
+        if not self._record.alive:
+            raise RuntimeError(f"actor {self._record.name!r} (handle {self._record.handle}) was destroyed")
+        return self._scene._row_of(self._record)
+
+    # --- pose ---------------------------------------------------------------------------------------------------
+    def get_root_transform(self, world: int = 0) -> TransformRT:
+        """world_from_local: rotation R, translation c - R com_local (digest 2.2)."""
+        row, w = self._row(), self._scene._check_world(world)
+        cur = self._scene._state.current
+        rot = cur.rotation[w, row]
+        return TransformRT.from_matrix(rot, cur.com_position[w, row] - rot @ self._record.com_local)
+
+    def set_root_transform(self, transform: TransformRT, world: int | None = None) -> None:
+        """Teleport. Dynamic: velocity unchanged, integrator history reset. Static: the new pose is reached at the
+        end of the next step, and the implied velocity is (new - previous) / dt (digest 1)."""
+        if not isinstance(transform, TransformRT):
+            raise TypeError(f"transform must be a TransformRT, got {type(transform).__name__}")
+        rot = transform.rotation_matrix
+        self._scene._set_pose(self._row(), rot, transform.translation_array + rot @ self._record.com_local, world)
+
+    def get_center_of_mass_transform(self, world: int = 0) -> TransformRT:
+        row, w = self._row(), self._scene._check_world(world)
+        cur = self._scene._state.current
+        return TransformRT.from_matrix(cur.rotation[w, row], cur.com_position[w, row])
+
+    def set_center_of_mass_transform(self, transform: TransformRT, world: int | None = None) -> None:
+        if not isinstance(transform, TransformRT):
+            raise TypeError(f"transform must be a TransformRT, got {type(transform).__name__}")
+        self._scene._set_pose(self._row(), transform.rotation_matrix, transform.translation_array, world)
+
+    def get_dof_values(self, world: int = 0) -> np.ndarray:
+        """[0:3] world CoM position, [3:6] world-from-local rotation vector; empty for static actors."""
+        if self._record.is_static:
+            return np.zeros(0)
+        row, w = self._row(), self._scene._check_world(world)
+        cur = self._scene._state.current
+        return np.concatenate([cur.com_position[w, row], lie.log_so3(cur.rotation[w, row])])
+
+    # --- velocity -------------------------------------------------------------------------------------------------
+    def get_linear_velocity(self, world: int = 0) -> np.ndarray:
+        row, w = self._row(), self._scene._check_world(world)
+        return self._scene._state.current.linear_velocity[w, row].copy()
+
+    def get_angular_velocity(self, world: int = 0) -> np.ndarray:
+        row, w = self._row(), self._scene._check_world(world)
+        return self._scene._state.current.angular_velocity[w, row].copy()
+
+    def set_velocity(self, linear_velocity, angular_velocity, world: int | None = None) -> None:
+        """World CoM velocity [m/s] and angular velocity [rad/s]. Resets multistep history. A static actor only
+        accepts zeros (its velocity is implied by its poses; zeros cancel a pending implied velocity)."""
+        lin = as_vector3(linear_velocity, "linear_velocity")
+        ang = as_vector3(angular_velocity, "angular_velocity")
+        self._scene._set_velocity(self._row(), lin, ang, world)
+
+    # --- mass properties ----------------------------------------------------------------------------------------
+    def get_mass(self) -> float:
+        return 0.0 if self._record.is_static else float(self._record.mass)
+
+    def get_density(self) -> float:
+        return float(self._record.density)
+
+    def set_density(self, density: float) -> None:
+        """Rescale mass and inertia to a new density, keeping the centre of mass."""
+        self._require_dynamic("set_density")
+        density = float(density)
+        if not np.isfinite(density) or density <= 0:
+            raise ValueError(f"density must be finite and > 0, got {density}")
+        factor = density / self._record.density
+        self._scene._set_mass_properties(
+            self._record, self._record.mass * factor, self._record.com_local, self._record.second_moment * factor
+        )
+        self._record.density = density
+
+    def get_rigid_center_of_mass_local(self) -> np.ndarray:
+        return self._record.com_local.copy()
+
+    def get_rigid_moment_of_inertia_local(self) -> np.ndarray:
+        """Real6 (ixx, ixy, ixz, iyy, iyz, izz) about the CoM, local axes, negative tensor notation."""
+        from .mass_properties import real6_from_inertia
+
+        j = self._record.second_moment
+        return real6_from_inertia(np.trace(j) * np.eye(3) - j)
+
+    def set_inertia_properties(self, mass: float, center_of_mass, moment_of_inertia) -> None:
+        """Explicit mass [kg], CoM (local frame) and Real6 inertia about the CoM. The root transform is kept."""
+        from .mass_properties import inertia_from_real6, second_moment_from_inertia
+
+        self._require_dynamic("set_inertia_properties")
+        mass = float(mass)
+        if not np.isfinite(mass) or mass <= 0:
+            raise ValueError(f"mass must be finite and > 0, got {mass}")
+        com = as_vector3(center_of_mass, "center_of_mass")
+        inertia = inertia_from_real6(moment_of_inertia)
+        vals = np.linalg.eigvalsh(inertia)
+        if vals.min() <= 0:
+            raise ValueError(f"moment_of_inertia must be positive definite, got principal moments {vals.tolist()}")
+        self._scene._set_mass_properties(self._record, mass, com, second_moment_from_inertia(inertia))
+        self._record.density = mass / self._record.volume if self._record.volume else self._record.density
+
+    def _require_dynamic(self, what: str) -> None:
+        self._row()
+        if self._record.is_static:
+            raise ValueError(f"{what} is not allowed on static actor {self._record.name!r}")
+
+    # --- loads -------------------------------------------------------------------------------------------------
+    def set_external_forces_on_dofs(self, dof_indices, values, world: int | None = None) -> None:
+        """World force [N] on DoFs 0-2 and torque [N m] on DoFs 3-5; replaces all previous DoF loads."""
+        self._require_dynamic("set_external_forces_on_dofs")
+        idx = np.asarray(dof_indices)
+        vals = np.asarray(values, dtype=np.float64)
+        if idx.ndim != 1 or not np.issubdtype(idx.dtype, np.integer):
+            raise TypeError(f"dof_indices must be a 1-D sequence of integers, got {dof_indices!r}")
+        if vals.shape != idx.shape:
+            raise ValueError(f"values must have the same length as dof_indices ({idx.shape[0]}), got shape {vals.shape}")
+        if np.any((idx < 0) | (idx > 5)) or len(np.unique(idx)) != len(idx):
+            raise ValueError(f"dof_indices must be distinct integers in [0, 5], got {idx.tolist()}")
+        if not np.all(np.isfinite(vals)):
+            raise ValueError(f"values must be finite, got {vals.tolist()}")
+        load = np.zeros(6)
+        load[idx] = vals
+        self._scene._state.external_force[self._scene._worlds(world), self._row()] = load
+
+    def add_external_force_at_local_position(self, force, local_position, world: int | None = None) -> None:
+        """A constant world force [N] applied at a point given in the actor's local frame [m].
+
+        Potential U = -f.c - f.R r, r = local_position - com_local (seed page, "Continuous Model"). Accumulates
+        until ``clear_external_forces``.
+        """
+        self._require_dynamic("add_external_force_at_local_position")
+        f = as_vector3(force, "force")
+        p = as_vector3(local_position, "local_position")
+        self._scene._add_offset_force(self._row(), f, p - self._record.com_local, world)
+
+    def clear_external_forces(self, world: int | None = None) -> None:
+        row = self._row()
+        worlds = self._scene._worlds(world)
+        self._scene._state.external_force[worlds, row] = 0.0
+        self._scene._state.offset_force[worlds, row] = 0.0
+
+    # --- status -------------------------------------------------------------------------------------------------
+    def get_convergence_status(self, world: int = 0):
+        from .params import ConvergenceStatus
+
+        row, w = self._row(), self._scene._check_world(world)
+        return ConvergenceStatus(int(self._scene._actor_status[w, row]))

@@ -1,0 +1,152 @@
+"""One-actor constraints against kinematic targets: RigidPivotPosition, RigidPivotToRigidTarget, RigidPivotRotation.
+
+Values (``physics/docs/concepts/constraints.mdx``, "Rigid Pivots to Kinematic Targets"), with the pivot ``x`` in
+the actor's local frame and its CoM-frame arm ``a = R (x - com_local)``:
+
+* RigidPivotPosition:      g = c + a - p_hat;                  J = [1, -skew(a)]
+* RigidPivotToRigidTarget: g = c + a - (t_hat + R_hat x_t);    J = [1, -skew(a)]
+* RigidPivotRotation:      g = Log(R R_l R_hat^T);             J = [0, Jl^{-1}(g)]  (left increments of R
+                                                                 act on the left of the product)
+
+Curvature of ``lam . g`` (rotation-rotation block only; g is linear in c): ``sym(lam a^T) - (lam . a) 1`` for the
+points, ``rotation_log.log_hessian_contracted`` for the rotation.
+
+RigidPivotToRigidTarget target frame: the docs define the target point as ``T_hat(x)``, the same local point under
+the prescribed (world-from-local) target transform, so ``x_t = x`` and ``target_transform`` is a pose of the
+actor's local frame, like ``actor.get_transform()``. The released engine instead applies the target to the CoM-frame
+arm, ``x_t = x - com_local`` (``mochi_constraint.cpp`` passes ``posLocal - com`` to both points), which makes the
+target a CoM-frame pose; ``target_transform_is_com_frame=True`` reproduces that. The two agree when com_local = 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import lie
+from .base import ALL_DOFS, ROTATION_DOFS, ConstraintKinematics, RigidConstraintSet, as_rotation_batch, \
+    as_vector_batch, point_curvature, point_jacobian
+from .params import RigidPivotPositionConstraintParams, RigidPivotRotationConstraintParams, \
+    RigidPivotToRigidTargetConstraintParams, finite_vector3
+from .rotation_log import log_and_inverse_jacobian, log_hessian_contracted
+
+
+def _point_terms(g: np.ndarray, arm: np.ndarray, with_jacobian: bool) -> ConstraintKinematics:
+    """Value/Jacobian/curvature of a one-actor point constraint g = c + a - target."""
+    if not with_jacobian:
+        return ConstraintKinematics(g)
+    jacobian = point_jacobian(arm)[:, :, None]  # (W, C, 1, 3, 6)
+
+    def curvature(lam: np.ndarray) -> np.ndarray:
+        out = np.zeros(g.shape[:2] + (1, 1, 6, 6))
+        out[:, :, 0, 0, 3:, 3:] = point_curvature(lam, arm)
+        return out
+
+    return ConstraintKinematics(g, jacobian, curvature)
+
+
+class RigidPivotPositionConstraints(RigidConstraintSet):
+    """World anchors. Target ``position`` (W, C, 3) world [m]."""
+
+    constraint_type = "RigidPivotPosition"
+    params_type = RigidPivotPositionConstraintParams
+    num_constrained_actors = 1
+    actor_dofs = (ALL_DOFS,)
+    data_shapes = {"local_position": (3,)}
+    target_shapes = {"position": (3,)}
+
+    def _prepare(self, params, actors, com_position, rotation):
+        data = {"local_position": finite_vector3(params.local_position, "local_position")}
+        return data, {}, {"position": finite_vector3(params.target_position, "target_position")}
+
+    def set_target_position(self, index: int, position, worlds=None) -> None:
+        """position (3,) or one (3,) per selected world [m]."""
+        self._assign_target("position", index, position, worlds, as_vector_batch)
+
+    def set_target_positions(self, positions) -> None:
+        """Every constraint's target at once: (W, C, 3) [m] (vectorized control)."""
+        positions = np.asarray(positions, dtype=np.float64)
+        if positions.shape != self._targets["position"].shape or not np.all(np.isfinite(positions)):
+            raise ValueError(f"positions must be finite with shape {self._targets['position'].shape}, got {positions.shape}")
+        self._targets["position"] = positions.copy()
+
+    def target_position(self, index: int) -> np.ndarray:
+        return self._targets["position"][:, int(self._index(index))].copy()
+
+    def _kinematics(self, com_position, rotation, targets, with_jacobian):
+        c, r = self._gather(com_position, rotation, 0)
+        arm = self._arm(r, self._data["local_position"], 0)
+        return _point_terms(c + arm - targets["position"], arm, with_jacobian)
+
+
+class RigidPivotToRigidTargetConstraints(RigidConstraintSet):
+    """Pivot follows a target rigid motion. Targets ``rotation`` (W, C, 3, 3), ``translation`` (W, C, 3)."""
+
+    constraint_type = "RigidPivotToRigidTarget"
+    params_type = RigidPivotToRigidTargetConstraintParams
+    num_constrained_actors = 1
+    actor_dofs = (ALL_DOFS,)
+    data_shapes = {"local_position": (3,)}
+    target_shapes = {"rotation": (3, 3), "translation": (3,)}
+
+    def __init__(self, com_local, num_worlds, *, exact_hessian=False, target_transform_is_com_frame=False):
+        super().__init__(com_local, num_worlds, exact_hessian=exact_hessian)
+        self.target_transform_is_com_frame = bool(target_transform_is_com_frame)
+
+    def _prepare(self, params, actors, com_position, rotation):
+        data = {"local_position": finite_vector3(params.local_position, "local_position")}
+        transform = params.target_transform
+        targets = {"rotation": transform.rotation_matrix, "translation": np.asarray(transform.translation, dtype=float)}
+        return data, {}, targets
+
+    def set_target_transform(self, index: int, rotation_matrix, translation, worlds=None) -> None:
+        """World-from-local target pose: rotation (3, 3) or (W_sel, 3, 3), translation (3,) or (W_sel, 3) [m]."""
+        self._assign_target("rotation", index, rotation_matrix, worlds, as_rotation_batch)
+        self._assign_target("translation", index, translation, worlds, as_vector_batch)
+
+    def _kinematics(self, com_position, rotation, targets, with_jacobian):
+        c, r = self._gather(com_position, rotation, 0)
+        local = self._data["local_position"]
+        arm = self._arm(r, local, 0)
+        target_local = local - self.com_local[self.actors[:, 0]] if self.target_transform_is_com_frame else local
+        target_point = targets["translation"] + np.einsum("wcij,cj->wci", targets["rotation"], target_local)
+        return _point_terms(c + arm - target_point, arm, with_jacobian)
+
+
+class RigidPivotRotationConstraints(RigidConstraintSet):
+    """Orientation target. Target ``rotation`` (W, C, 3, 3) world; pivot frame ``local_rotation`` (C, 3, 3)."""
+
+    constraint_type = "RigidPivotRotation"
+    params_type = RigidPivotRotationConstraintParams
+    num_constrained_actors = 1
+    actor_dofs = (ROTATION_DOFS,)
+    data_shapes = {"local_rotation": (3, 3)}
+    target_shapes = {"rotation": (3, 3)}
+
+    def _prepare(self, params, actors, com_position, rotation):
+        data = {"local_rotation": lie.exp_so3(finite_vector3(params.local_rotation, "local_rotation"))}
+        return data, {}, {"rotation": lie.exp_so3(finite_vector3(params.target_rotation, "target_rotation"))}
+
+    def set_target_rotation(self, index: int, rotation_matrix, worlds=None) -> None:
+        """World target rotation: (3, 3) or one per selected world."""
+        self._assign_target("rotation", index, rotation_matrix, worlds, as_rotation_batch)
+
+    def set_target_rotation_vector(self, index: int, rotation_vector, worlds=None) -> None:
+        """World target as a rotation vector [rad]: (3,) or one per selected world."""
+        w = self._worlds(worlds)
+        self.set_target_rotation(index, lie.exp_so3(as_vector_batch(rotation_vector, w.size, "rotation_vector")), w)
+
+    def _kinematics(self, com_position, rotation, targets, with_jacobian):
+        _, r = self._gather(com_position, rotation, 0)
+        m = r @ self._data["local_rotation"][None] @ np.swapaxes(targets["rotation"], -1, -2)
+        phi, jinv = log_and_inverse_jacobian(m)
+        if not with_jacobian:
+            return ConstraintKinematics(phi)
+        jacobian = np.zeros(phi.shape[:2] + (1, 3, 6))
+        jacobian[:, :, 0, :, 3:] = jinv
+
+        def curvature(lam: np.ndarray) -> np.ndarray:
+            out = np.zeros(phi.shape[:2] + (1, 1, 6, 6))
+            out[:, :, 0, 0, 3:, 3:] = log_hessian_contracted(phi, jinv, lam)
+            return out
+
+        return ConstraintKinematics(phi, jacobian, curvature)

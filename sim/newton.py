@@ -1,0 +1,295 @@
+"""Batched Newton solver for one implicit stage (digest section 4). It knows nothing about physics.
+
+Per world: assemble the residual r (the summed potential gradients) and Jacobian K, test convergence, solve
+K dx = r, step x <- x (+) (-lambda dx) with a line search, repeat up to ``max_iter`` times. All worlds advance
+together; worlds that converged, stopped or diverged are masked out of further updates, so a world's result
+never depends on the other worlds in the batch.
+
+The update of a body is the world-frame Lie update: c <- c - lambda dc, R <- exp(skew(-lambda dtheta)) R.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from . import lie
+from .params import ConvergenceMode, ConvergenceStatus, LineSearchType, NonLinearSolverParams, PsdProjMode
+from .potentials.base import PotentialTerms, StageContext
+
+
+@dataclass
+class NewtonResult:
+    com_position: np.ndarray  # (W, N, 3)
+    rotation: np.ndarray  # (W, N, 3, 3)
+    status: np.ndarray  # (W,) int ConvergenceStatus values
+    iterations: np.ndarray  # (W,) Newton iterations (linear solves) taken
+    line_search_iterations: np.ndarray  # (W,) the most backtracking steps of any iteration
+    residual_norm: np.ndarray  # (W,) final plain Euclidean residual norm over dynamic DoFs
+    actor_residual: np.ndarray  # (W, N) final weighted per-actor residual
+    assembly_time: float = 0.0
+    solve_time: float = 0.0
+    line_search_time: float = 0.0
+
+
+def evaluate_potentials(potentials, ctx, com_position, rotation, want_hessian) -> PotentialTerms:
+    """Sum every potential's terms; static actors' rows are zeroed (their pose is prescribed)."""
+    num_worlds, num_bodies = com_position.shape[:2]
+    total = PotentialTerms.zeros(num_worlds, num_bodies, want_hessian)
+    for pot in potentials:
+        t = pot.evaluate(ctx, com_position, rotation, want_hessian)
+        total.energy = total.energy + t.energy
+        total.gradient += t.gradient
+        if want_hessian:
+            total.hessian_diag += t.hessian_diag
+            total.couplings.extend(t.couplings)
+    static = ctx.model.bodies.is_static
+    total.gradient[:, static] = 0.0
+    return total
+
+
+def _actor_residuals(gradient: np.ndarray, bodies) -> np.ndarray:
+    """rho_a = sqrt(w_f |r_trans|^2 + w_t |r_rot|^2) per world and actor, (W, N)."""
+    f2 = np.einsum("wni,wni->wn", gradient[..., :3], gradient[..., :3])
+    t2 = np.einsum("wni,wni->wn", gradient[..., 3:], gradient[..., 3:])
+    rho = np.sqrt(bodies.force_weight * f2 + bodies.torque_weight * t2)
+    return np.where(bodies.is_static, 0.0, rho)
+
+
+def _residual_norm(gradient: np.ndarray) -> np.ndarray:
+    return np.sqrt(np.einsum("wni,wni->w", gradient, gradient))
+
+
+def _solve(terms: PotentialTerms, bodies) -> tuple[np.ndarray, np.ndarray]:
+    """Solve K dx = r per world. Returns dx (W, N, 6) and ok (W,) (finite solution)."""
+    hess = terms.hessian_diag.copy()
+    static = bodies.is_static
+    hess[:, static] = np.eye(6)  # pinned rows: dx = 0 because r = 0 there
+    rhs = terms.gradient
+    num_worlds, num_bodies = rhs.shape[:2]
+    if not terms.couplings:
+        # Block-diagonal: one 6x6 solve per body.
+        flat_h = hess.reshape(-1, 6, 6)
+        flat_r = rhs.reshape(-1, 6, 1)
+        dx = _batched_solve(flat_h, flat_r).reshape(num_worlds, num_bodies, 6)
+    else:
+        dense = np.zeros((num_worlds, num_bodies, num_bodies, 6, 6))
+        idx = np.arange(num_bodies)
+        dense[:, idx, idx] = hess
+        dyn = ~static
+        for c in terms.couplings:
+            keep = dyn[c.body_a] & dyn[c.body_b]
+            a, b, blk = c.body_a[keep], c.body_b[keep], c.block[:, keep]
+            np.add.at(dense, (slice(None), a, b), blk)
+            np.add.at(dense, (slice(None), b, a), np.swapaxes(blk, -1, -2))
+        dense = dense.transpose(0, 1, 3, 2, 4).reshape(num_worlds, 6 * num_bodies, 6 * num_bodies)
+        dx = _batched_solve(dense, rhs.reshape(num_worlds, -1, 1)).reshape(num_worlds, num_bodies, 6)
+    dx[:, static] = 0.0
+    ok = np.all(np.isfinite(dx.reshape(num_worlds, -1)), axis=1)
+    return np.where(ok[:, None, None], dx, 0.0), ok
+
+
+def _batched_solve(mats: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    try:
+        return np.linalg.solve(mats, rhs)[..., 0]
+    except np.linalg.LinAlgError:
+        # A singular system somewhere in the batch (rare failure path): least squares per system,
+        # so the other systems keep their exact solves.
+        out = np.empty(rhs.shape[:-1])
+        for k in range(mats.shape[0]):
+            try:
+                out[k] = np.linalg.solve(mats[k], rhs[k])[:, 0]
+            except np.linalg.LinAlgError:
+                out[k] = np.full(rhs.shape[1], np.nan)
+        return out
+
+
+def _apply(com_position, rotation, dx, lam, mask):
+    """x (+) (-lam dx) for the worlds in ``mask`` (W,)."""
+    scale = np.where(mask, lam, 0.0)[:, None, None]
+    step = -scale * dx
+    new_c = com_position + step[..., :3]
+    new_r = lie.exp_so3(step[..., 3:]) @ rotation
+    return new_c, new_r
+
+
+def newton_solve(potentials, ctx: StageContext, com_position, rotation, params: NonLinearSolverParams) -> NewtonResult:
+    bodies = ctx.model.bodies
+    num_worlds = com_position.shape[0]
+    c, rot = com_position.copy(), rotation.copy()
+    status = np.full(num_worlds, ConvergenceStatus.NOT_STARTED.value)
+    iterations = np.zeros(num_worlds, dtype=np.int64)
+    ls_iters = np.zeros(num_worlds, dtype=np.int64)
+    active = np.ones(num_worlds, dtype=bool)
+    mode = params.psd_proj_mode
+    project_always = np.full(num_worlds, mode is PsdProjMode.ALWAYS)
+    t_asm = t_solve = t_ls = 0.0
+    start = time.perf_counter()
+
+    def evaluate(cc, rr, project_mask):
+        # Per-world PSD projection: evaluate once per distinct setting present and pick rows.
+        nonlocal t_asm
+        t0 = time.perf_counter()
+        if np.all(project_mask) or not np.any(project_mask):
+            res = evaluate_potentials(potentials, replace(ctx, psd_project=bool(project_mask[0])), cc, rr, True)
+        else:
+            a = evaluate_potentials(potentials, replace(ctx, psd_project=True), cc, rr, True)
+            b = evaluate_potentials(potentials, replace(ctx, psd_project=False), cc, rr, True)
+            pm = project_mask
+            res = PotentialTerms(
+                energy=np.where(pm, a.energy, b.energy),
+                gradient=np.where(pm[:, None, None], a.gradient, b.gradient),
+                hessian_diag=np.where(pm[:, None, None, None], a.hessian_diag, b.hessian_diag),
+                couplings=_merge_couplings(a.couplings, b.couplings, pm),
+            )
+        t_asm += time.perf_counter() - t0
+        return res
+
+    terms = evaluate(c, rot, project_always)
+    rho0 = _actor_residuals(terms.gradient, bodies)
+    norm0 = _residual_norm(terms.gradient)
+    dyn = ~bodies.is_static
+
+    def converged(terms_now, it):
+        if params.convergence_mode is ConvergenceMode.GLOBAL:
+            nrm = _residual_norm(terms_now.gradient)
+            ok = nrm <= params.abs_tol
+            if it > 0:
+                ok |= nrm <= params.rel_tol * norm0
+            return ok
+        rho = _actor_residuals(terms_now.gradient, bodies)
+        ok = rho <= params.abs_tol
+        if it > 0:
+            ok |= rho <= params.rel_tol * rho0
+        return np.all(ok | ~dyn, axis=1)
+
+    stop_next = np.zeros(num_worlds, dtype=bool)
+    for it in range(params.max_iter + 1):
+        done = converged(terms, it) & active
+        status[done] = ConvergenceStatus.CONVERGED.value
+        active &= ~done
+        # Worlds whose last raw increment was below rel_step_tol stop here (status STOPPED).
+        status[active & stop_next] = ConvergenceStatus.STOPPED.value
+        active &= ~stop_next
+        if params.explosion_control:
+            nrm = _residual_norm(terms.gradient)
+            bad = active & (~np.isfinite(nrm) | (nrm > params.abs_div_tol) | (nrm > params.rel_div_tol * np.maximum(norm0, 1e-300)))
+            status[bad] = ConvergenceStatus.DIVERGED.value
+            active &= ~bad
+        if it == params.max_iter or not np.any(active):
+            break
+        if params.max_elapsed_time_seconds > 0 and time.perf_counter() - start > params.max_elapsed_time_seconds:
+            break
+        t0 = time.perf_counter()
+        dx, ok = _solve(terms, bodies)
+        descent = np.einsum("wni,wni->w", terms.gradient, dx) > 0.0
+        t_solve += time.perf_counter() - t0
+        if mode in (PsdProjMode.IF_FAIL_RETRY, PsdProjMode.IF_FAIL_ALWAYS):
+            failed = active & ~project_always & ~(ok & descent)
+            if np.any(failed):
+                # Retry this iteration with projected Hessians for the worlds whose solve failed.
+                retry_mask = project_always | failed
+                terms_p = evaluate(c, rot, retry_mask)
+                dx_p, ok_p = _solve(terms_p, bodies)
+                dx = np.where(failed[:, None, None], dx_p, dx)
+                ok = np.where(failed, ok_p, ok)
+                if mode is PsdProjMode.IF_FAIL_ALWAYS:
+                    project_always = retry_mask
+        bad_solve = active & ~ok
+        status[bad_solve] = ConvergenceStatus.DIVERGED.value
+        active &= ~bad_solve
+        iterations[active] += 1
+        # Relative step tolerance on the raw increment (before the line search).
+        rotvec = lie.log_so3(rot[:, dyn])
+        x_norm = np.sqrt(np.einsum("wni,wni->w", c[:, dyn], c[:, dyn]) + np.einsum("wni,wni->w", rotvec, rotvec))
+        dx_norm = np.sqrt(np.einsum("wni,wni->w", dx, dx))
+        stop_next = active & (dx_norm <= params.rel_step_tol * x_norm)
+
+        t0 = time.perf_counter()
+        c, rot, terms, used = _line_search(params, evaluate, terms, c, rot, dx, active, project_always)
+        t_ls += time.perf_counter() - t0
+        ls_iters = np.maximum(ls_iters, used)
+
+    status[active] = ConvergenceStatus.STOPPED.value
+    return NewtonResult(
+        com_position=c,
+        rotation=rot,
+        status=status,
+        iterations=iterations,
+        line_search_iterations=ls_iters,
+        residual_norm=_residual_norm(terms.gradient),
+        actor_residual=_actor_residuals(terms.gradient, bodies),
+        assembly_time=t_asm,
+        solve_time=t_solve,
+        line_search_time=t_ls,
+    )
+
+
+def _merge_couplings(a_list, b_list, pick_a):
+    """Couplings of two evaluations chosen per world: each keeps its blocks only in the worlds it was picked for.
+
+    The two lists may have different pair layouts (a broad phase can activate other pairs at another iterate).
+    """
+    keep_a = pick_a[:, None, None, None]
+    return [replace(ca, block=np.where(keep_a, ca.block, 0.0)) for ca in a_list] + [
+        replace(cb, block=np.where(keep_a, 0.0, cb.block)) for cb in b_list
+    ]
+
+
+def _line_search(params, evaluate, terms0, c0, r0, dx, active, project_mask):
+    """Backtracking on lambda = 1, alpha, alpha^2, ... (at most line_search_max_iter tries).
+
+    RESIDUAL_NORM accepts the first lambda with |r(x + lambda dx)| <= |r(x)| (plain Euclidean norm); ARMIJO accepts
+    Phi(x + lambda dx) <= Phi(x) - c1 lambda r.dx; on the last try the final iterate is taken even without
+    improvement (digest 4). Returns the new iterate, its terms and the number of backtracking steps per world.
+    """
+    ls_type = params.line_search_type
+    norm0 = _residual_norm(terms0.gradient)
+    slope = np.einsum("wni,wni->w", terms0.gradient, dx)  # -dPhi/dlambda at 0
+    pending = active.copy()
+    used = np.zeros(active.shape[0], dtype=np.int64)
+    c_out, r_out = c0.copy(), r0.copy()
+    terms_out = terms0
+    lam = 1.0
+    max_tries = 1 if ls_type is LineSearchType.NONE else params.line_search_max_iter
+    for k in range(max_tries):
+        c_try, r_try = _apply(c0, r0, dx, lam, pending)
+        t = evaluate(c_try, r_try, project_mask)
+        last = k == max_tries - 1
+        if ls_type is LineSearchType.NONE:
+            accept = pending.copy()
+        else:
+            norm_ok = _residual_norm(t.gradient) <= norm0
+            armijo_ok = t.energy <= terms0.energy - params.line_search_wolfe1 * lam * slope
+            simple_ok = t.energy <= terms0.energy + params.line_search_max_rel_increase * np.abs(terms0.energy)
+            accept = {
+                LineSearchType.RESIDUAL_NORM: norm_ok,
+                LineSearchType.ARMIJO: armijo_ok,
+                LineSearchType.ARMIJO_OR_RESIDUAL_NORM: norm_ok | armijo_ok,
+                LineSearchType.SIMPLE: simple_ok,
+            }[ls_type]
+            accept = pending & (accept | last)
+        c_out[accept] = c_try[accept]
+        r_out[accept] = r_try[accept]
+        terms_out = _select_terms(terms_out, t, accept)
+        used[accept] = k
+        pending &= ~accept
+        if not np.any(pending):
+            break
+        lam *= params.line_search_alpha
+    return c_out, r_out, terms_out, used
+
+
+def _select_terms(old: PotentialTerms, new: PotentialTerms, pick_new: np.ndarray) -> PotentialTerms:
+    if np.all(pick_new):
+        return new
+    if not np.any(pick_new):
+        return old
+    return PotentialTerms(
+        energy=np.where(pick_new, new.energy, old.energy),
+        gradient=np.where(pick_new[:, None, None], new.gradient, old.gradient),
+        hessian_diag=np.where(pick_new[:, None, None, None], new.hessian_diag, old.hessian_diag),
+        couplings=_merge_couplings(new.couplings, old.couplings, pick_new),
+    )

@@ -1,0 +1,215 @@
+"""One engine step, as a list of named stages (DESIGN section 2; digest 3.3 "per step for a rigid actor"):
+
+    group worlds by history length -> step start (y*) -> for each stage:
+        stage start (a~) -> newton_solve -> recover_velocity -> divergence reset
+    -> step end (b~) -> shift history
+
+Every stage is vectorized over worlds and actors. Worlds are grouped only by how many completed states their
+multistep history holds (at most 3 groups), so a world's result never depends on the rest of the batch.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import lie
+from .integration import (
+    Tableau,
+    combine_rotations,
+    combine_vectors,
+    effective_tableau,
+    step_start_rotations,
+    step_start_vectors,
+)
+from .model import Kinematics, Model, State
+from .newton import newton_solve
+from .params import ConvergenceStatus, SolverParams
+from .potentials.base import StageContext
+from .potentials.external import DofLoads, Gravity, OffsetForces
+from .potentials.inertia import NewtonEulerInertia, RotationalInertia, TranslationalInertia
+
+CORE_POTENTIALS = (TranslationalInertia(), RotationalInertia(), NewtonEulerInertia(), Gravity(), DofLoads(), OffsetForces())
+
+@dataclass
+class StepReport:
+    status: np.ndarray  # (W,) worst ConvergenceStatus value over the stages
+    max_iterations: int
+    max_line_search_iterations: int
+    residual_norm: float
+    actor_status: np.ndarray  # (W, N) per-actor ConvergenceStatus value
+    assembly_time: float = 0.0
+    solve_time: float = 0.0
+    line_search_time: float = 0.0
+    num_stages: int = 0
+
+
+def velocity_sym_for_spin(omega: np.ndarray, h: float) -> np.ndarray:
+    """S such that R + h (skew(omega) + S) R is exactly a rotation (digest 2.4, UpdateVSymIfDirty).
+
+    S = x (1 - u u^T), u = omega/|omega|, x = (sqrt(1 - h^2 |omega|^2) - 1)/h, the discriminant clamped at 0.
+    """
+    speed = np.linalg.norm(omega, axis=-1)
+    safe = np.where(speed > 0, speed, 1.0)
+    u = omega / safe[..., None]
+    x = (np.sqrt(np.maximum(1.0 - (h * speed) ** 2, 0.0)) - 1.0) / h
+    proj = np.eye(3) - u[..., :, None] * u[..., None, :]
+    return np.where((speed > 0)[..., None, None], x[..., None, None] * proj, 0.0)
+
+
+def interpolate_static(prev_c, prev_r, target_c, target_r, tau: float):
+    """Prescribed static pose at fraction tau of the step (linear in c, geodesic in R)."""
+    c = prev_c + tau * (target_c - prev_c)
+    rel = lie.log_so3(target_r @ np.swapaxes(prev_r, -1, -2))
+    return c, lie.exp_so3(tau * rel) @ prev_r
+
+
+def recover_velocity(c, r, c0, r0, stage_dt):
+    """v = (c - c0)/dt_i, F = (R - R0)/dt_i R^T, omega = axial(F), S = sym(F) (digest 2.4)."""
+    fd = ((r - r0) / stage_dt) @ np.swapaxes(r, -1, -2)
+    return (c - c0) / stage_dt, lie.axial(fd), lie.sym(fd)
+
+
+def step(model: Model, state: State, dt: float, solver: SolverParams, gravity: np.ndarray, extra_potentials=()) -> StepReport:
+    """Advance every world of ``state`` by dt in place."""
+    method = solver.integration_method
+    num_worlds, num_bodies = state.num_worlds, model.bodies.num
+    status = np.zeros(num_worlds, dtype=np.int64)
+    actor_status = np.zeros((num_worlds, num_bodies), dtype=np.int64)
+    report = StepReport(status, 0, 0, 0.0, actor_status)
+    needed = effective_tableau(method, 3).num_history
+    avail = np.minimum(state.num_history, needed)
+    potentials = CORE_POTENTIALS + tuple(extra_potentials)
+    new_history0 = state.current.copy()
+    for count in np.unique(avail):
+        worlds = np.nonzero(avail == count)[0]
+        tab = effective_tableau(method, int(count))
+        _step_group(model, state, worlds, tab, dt, solver, gravity, potentials, new_history0, report)
+    # Shift the history: the new completed step becomes y_n.
+    state.history = [new_history0] + state.history[:2]
+    state.num_history = np.minimum(state.num_history + 1, 3)
+    state.static_previous_com = new_history0.com_position.copy()
+    state.static_previous_rotation = new_history0.rotation.copy()
+    state.time = state.time + dt
+    state.last_dt = dt
+    state.status = report.status
+    return report
+
+
+def _step_group(model, state, worlds, tab: Tableau, dt, solver, gravity, potentials, out: Kinematics, report):
+    bodies = model.bodies
+    static = bodies.is_static
+    hist = [h.take(worlds) for h in state.history[: tab.num_history]]
+    # Fill S for spins set from outside, with the first stage's h (digest 2.4).
+    first_h = dt * tab.stage_dt_factors[0]
+    dirty = state.sym_dirty[worlds]
+    if np.any(dirty):
+        hist[0].velocity_sym = np.where(
+            dirty[..., None, None], velocity_sym_for_spin(hist[0].angular_velocity, first_h), hist[0].velocity_sym
+        )
+        state.sym_dirty[worlds] = False
+    alpha = tab.alpha
+    star = Kinematics(
+        com_position=step_start_vectors([h.com_position for h in hist], alpha),
+        rotation=step_start_rotations([h.rotation for h in hist], alpha),
+        linear_velocity=step_start_vectors([h.linear_velocity for h in hist], alpha),
+        angular_velocity=step_start_vectors([h.angular_velocity for h in hist], alpha),
+        velocity_sym=step_start_vectors([h.velocity_sym for h in hist], alpha),
+    )
+    prev_c, prev_r = state.static_previous_com[worlds], state.static_previous_rotation[worlds]
+    target_c, target_r = hist[0].com_position, hist[0].rotation
+    static_v = (target_c - prev_c) / dt
+    static_w = lie.log_so3(target_r @ np.swapaxes(prev_r, -1, -2)) / dt
+
+    stages: list[Kinematics] = []
+    diverged = np.zeros(len(worlds), dtype=bool)
+    group_status = np.zeros(len(worlds), dtype=np.int64)
+    group_actor_status = np.zeros((len(worlds), bodies.num), dtype=np.int64)
+    t_factors, dt_factors = tab.stage_time_factors, tab.stage_dt_factors
+    for i in range(tab.num_stages):
+        coeffs = tab.a_tilde(i)
+        start = Kinematics(
+            com_position=combine_vectors(star.com_position, coeffs, [s.com_position for s in stages]),
+            rotation=combine_rotations(star.rotation, coeffs, [s.rotation for s in stages]) if i else star.rotation,
+            linear_velocity=combine_vectors(star.linear_velocity, coeffs, [s.linear_velocity for s in stages]),
+            angular_velocity=combine_vectors(star.angular_velocity, coeffs, [s.angular_velocity for s in stages]),
+            velocity_sym=combine_vectors(star.velocity_sym, coeffs, [s.velocity_sym for s in stages]),
+        )
+        stage_dt = dt * dt_factors[i]
+        tau_end = t_factors[i]
+        tau_start = tau_end - dt_factors[i]
+        s_c0, s_r0 = interpolate_static(prev_c, prev_r, target_c, target_r, tau_start)
+        s_c1, s_r1 = interpolate_static(prev_c, prev_r, target_c, target_r, tau_end)
+        sel = static[None, :, None]
+        start.com_position = np.where(sel, s_c0, start.com_position)
+        start.rotation = np.where(sel[..., None], s_r0, start.rotation)
+        start.linear_velocity = np.where(sel, static_v, start.linear_velocity)
+        start.angular_velocity = np.where(sel, static_w, start.angular_velocity)
+        start.velocity_sym = np.where(sel[..., None], 0.0, start.velocity_sym)
+        ctx = StageContext(
+            model=model,
+            stage_dt=stage_dt,
+            stage_time=state.time + tau_end * dt,
+            com_position0=start.com_position,
+            rotation0=start.rotation,
+            linear_velocity0=start.linear_velocity,
+            angular_velocity0=start.angular_velocity,
+            velocity_sym0=start.velocity_sym,
+            gravity=np.broadcast_to(gravity, (len(worlds), 3)) if gravity.ndim == 1 else gravity[worlds],
+            external_force=state.external_force[worlds],
+            offset_force=state.offset_force[worlds] if state.offset_force.shape[2] else None,
+            offset_local=state.offset_local if state.offset_local.shape[1] else None,
+            world_index=worlds,
+        )
+        guess_c = np.where(sel, s_c1, start.com_position)
+        guess_r = np.where(sel[..., None], s_r1, start.rotation)
+        res = newton_solve(potentials, ctx, guess_c, guess_r, solver.non_linear_solver)
+        report.assembly_time += res.assembly_time
+        report.solve_time += res.solve_time
+        report.line_search_time += res.line_search_time
+        report.num_stages += 1
+        report.max_iterations = max(report.max_iterations, int(res.iterations.max(initial=0)))
+        report.max_line_search_iterations = max(report.max_line_search_iterations, int(res.line_search_iterations.max(initial=0)))
+        report.residual_norm = max(report.residual_norm, float(res.residual_norm.max(initial=0.0)))
+        group_status = _worst(group_status, res.status)
+        diverged |= res.status == ConvergenceStatus.DIVERGED.value
+        actor_conv = np.where(res.actor_residual <= solver.non_linear_solver.abs_tol, ConvergenceStatus.CONVERGED.value, res.status[:, None])
+        group_actor_status = _worst(group_actor_status, actor_conv)
+        v, w, s = recover_velocity(res.com_position, res.rotation, start.com_position, start.rotation, stage_dt)
+        stages.append(Kinematics(res.com_position, res.rotation, v, w, s))
+
+    bt = tab.b_tilde
+    end = Kinematics(
+        com_position=combine_vectors(star.com_position, bt, [s.com_position for s in stages]),
+        rotation=combine_rotations(star.rotation, bt, [s.rotation for s in stages]),
+        linear_velocity=combine_vectors(star.linear_velocity, bt, [s.linear_velocity for s in stages]),
+        angular_velocity=combine_vectors(star.angular_velocity, bt, [s.angular_velocity for s in stages]),
+        velocity_sym=combine_vectors(star.velocity_sym, bt, [s.velocity_sym for s in stages]),
+    )
+    # Static actors end exactly at their prescribed pose, moving with the implied velocity.
+    sel = static[None, :, None]
+    end.com_position = np.where(sel, target_c, end.com_position)
+    end.rotation = np.where(sel[..., None], target_r, end.rotation)
+    end.linear_velocity = np.where(sel, static_v, end.linear_velocity)
+    end.angular_velocity = np.where(sel, static_w, end.angular_velocity)
+    end.velocity_sym = np.where(sel[..., None], 0.0, end.velocity_sym)
+    # Divergence (digest 2.6): revert the world's dynamic actors to the previous pose, zero their velocity.
+    if np.any(diverged):
+        dyn = diverged[:, None] & ~static[None, :]
+        for name in ("com_position", "rotation", "linear_velocity", "angular_velocity", "velocity_sym"):
+            cur = getattr(end, name)
+            prev = getattr(hist[0], name)
+            extra = (None,) * (cur.ndim - 2)
+            mask = dyn[(...,) + extra]
+            fill = prev if name in ("com_position", "rotation") else np.zeros_like(cur)
+            setattr(end, name, np.where(mask, fill, cur))
+    out.put(worlds, end)
+    report.status[worlds] = group_status
+    report.actor_status[worlds] = np.where(static[None, :], ConvergenceStatus.CONVERGED.value, group_actor_status)
+
+
+def _worst(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Combine statuses: ConvergenceStatus values are ordered NOT_STARTED < CONVERGED < STOPPED < DIVERGED."""
+    return np.maximum(a, b)

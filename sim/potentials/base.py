@@ -1,0 +1,84 @@
+"""The potential interface shared by every physical effect (DESIGN section 2).
+
+A potential is an object with one job: given the batched stage data and the current Newton iterate, return its
+energy, gradient and Hessian blocks for the bodies it touches. The Newton solver sums potentials and knows nothing
+about physics; a new physical effect is a new potential.
+
+Generalized coordinates per body are the 6-vector ``(dc, dtheta)``: a world-frame translation of the centre of mass
+and a world-frame (left) rotation increment, ``R <- exp(skew(dtheta)) R``. Gradients and Hessians are with respect
+to that increment at zero, so the rotational gradient of a function ``f(R)`` is ``d/dtheta f(exp(skew(theta)) R)``.
+
+Shapes (W worlds, N actors in the model, static actors included; static rows are ignored by the solver):
+
+* ``energy``: (W,)
+* ``gradient``: (W, N, 6), DoF order [translation(3), rotation(3)]
+* ``hessian_diag``: (W, N, 6, 6), the per-body diagonal blocks
+* ``couplings``: list of ``Coupling(body_a (P,), body_b (P,), block (W, P, 6, 6))``: the off-diagonal block
+  d^2 E / d q_a d q_b for pairs of bodies (the solver adds the transpose for (b, a)). Pairs with a == b are not
+  allowed here (put them in ``hessian_diag``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+
+@dataclass
+class Coupling:
+    body_a: np.ndarray  # (P,) int, actor index
+    body_b: np.ndarray  # (P,) int, actor index, body_b != body_a
+    block: np.ndarray  # (W, P, 6, 6): d^2 E / (d q_a d q_b)
+
+
+@dataclass
+class PotentialTerms:
+    energy: np.ndarray  # (W,)
+    gradient: np.ndarray  # (W, N, 6)
+    hessian_diag: np.ndarray | None  # (W, N, 6, 6) or None when not requested
+    couplings: list = field(default_factory=list)  # list[Coupling]
+
+    @staticmethod
+    def zeros(num_worlds: int, num_bodies: int, want_hessian: bool) -> "PotentialTerms":
+        return PotentialTerms(
+            energy=np.zeros(num_worlds),
+            gradient=np.zeros((num_worlds, num_bodies, 6)),
+            hessian_diag=np.zeros((num_worlds, num_bodies, 6, 6)) if want_hessian else None,
+        )
+
+
+@dataclass
+class StageContext:
+    """Everything fixed during one implicit stage. All arrays are world frame, leading world axis W.
+
+    ``stage_dt`` is the stage length Delta t_i = beta * A_ii * dt (digest 3.1), the dt of every stage formula.
+    """
+
+    model: object  # the compiled model (sim.model.Model)
+    stage_dt: float  # s
+    stage_time: float  # s, t_i
+    com_position0: np.ndarray  # (W, N, 3) stage-start centre of mass
+    rotation0: np.ndarray  # (W, N, 3, 3) stage-start world-from-body rotation
+    linear_velocity0: np.ndarray  # (W, N, 3) stage-start CoM velocity
+    angular_velocity0: np.ndarray  # (W, N, 3) stage-start world angular velocity omega
+    velocity_sym0: np.ndarray  # (W, N, 3, 3) stage-start symmetric part S of the rotation finite difference
+    gravity: np.ndarray  # (W, 3) m/s^2
+    external_force: np.ndarray  # (W, N, 6) world force [N] and torque [N m] on the DoFs
+    psd_project: bool = True  # project per-element Hessians to PSD (NonLinearSolverParams.psd_proj_mode)
+    # Offset forces (force at a body-frame offset from the CoM): (W, N, K, 3) forces and (N, K, 3) offsets.
+    offset_force: np.ndarray | None = None
+    offset_local: np.ndarray | None = None
+    # (W,) indices of these worlds in the scene's batch, for potentials holding per-world data (targets).
+    world_index: np.ndarray | None = None
+
+
+class Potential(Protocol):
+    """One physical effect. ``evaluate`` must be vectorized over worlds and bodies (no Python loop over either)."""
+
+    def evaluate(
+        self, ctx: StageContext, com_position: np.ndarray, rotation: np.ndarray, want_hessian: bool
+    ) -> PotentialTerms:
+        """Energy, gradient and Hessian at the iterate (com_position (W, N, 3), rotation (W, N, 3, 3))."""
+        ...

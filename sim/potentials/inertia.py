@@ -1,0 +1,104 @@
+"""Inertial terms of the stage problem (seed page "Discretization", digest 2.4 and 2.5).
+
+* ``TranslationalInertia``: Phi = m/(2 dt_i^2) |c - c~|^2, c~ = c0 + dt_i v0.
+* ``RotationalInertia`` (default, incremental potential, Ferguson et al. 2021 with the Lie-algebra linearization of
+  Romanya-Serrasolsas et al. 2025): Phi = -tr(R W R~^T) + C with W = J / dt_i^2 and the predictor
+  R~ = R0 + dt_i (skew(omega0) + S0) R0 (generally not a rotation).
+* ``NewtonEulerInertia`` (experimental, not a potential): r = M (omega - omega0)/dt_i + omega x (M omega),
+  M = R I R^T, omega from the stage finite difference; Jacobian approximated by M / dt_i^2.
+
+Static actors get zero rows; the solver pins them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import lie
+from .base import PotentialTerms, StageContext
+
+
+def project_psd_3x3(h: np.ndarray) -> np.ndarray:
+    """Clamp negative eigenvalues of symmetric (..., 3, 3) blocks to zero."""
+    vals, vecs = np.linalg.eigh(h)
+    return (vecs * np.maximum(vals, 0.0)[..., None, :]) @ np.swapaxes(vecs, -1, -2)
+
+
+def rotation_predictor(ctx: StageContext) -> np.ndarray:
+    """R~ = R0 + dt_i (skew(omega0) + S0) R0, (W, N, 3, 3)."""
+    return ctx.rotation0 + ctx.stage_dt * ((lie.skew(ctx.angular_velocity0) + ctx.velocity_sym0) @ ctx.rotation0)
+
+
+class TranslationalInertia:
+    def evaluate(self, ctx: StageContext, com_position, rotation, want_hessian):
+        bodies = ctx.model.bodies
+        dyn = ~bodies.is_static
+        num_worlds, num_bodies = com_position.shape[:2]
+        terms = PotentialTerms.zeros(num_worlds, num_bodies, want_hessian)
+        stiffness = np.where(dyn, bodies.mass, 0.0) / ctx.stage_dt**2  # (N,) kg/s^2
+        # Phi = k/2 |c - c~|^2  ->  grad = k (c - c~),  Hessian = k I
+        diff = com_position - (ctx.com_position0 + ctx.stage_dt * ctx.linear_velocity0)
+        terms.energy = 0.5 * np.einsum("n,wni,wni->w", stiffness, diff, diff)
+        terms.gradient[..., :3] = stiffness[None, :, None] * diff
+        if want_hessian:
+            terms.hessian_diag[..., 0, 0] = stiffness
+            terms.hessian_diag[..., 1, 1] = stiffness
+            terms.hessian_diag[..., 2, 2] = stiffness
+        return terms
+
+
+class RotationalInertia:
+    """The default incremental potential; bodies with the Newton-Euler flag are skipped (see NewtonEulerInertia)."""
+
+    def evaluate(self, ctx: StageContext, com_position, rotation, want_hessian):
+        bodies = ctx.model.bodies
+        active = ~bodies.is_static & ~bodies.newton_euler
+        num_worlds, num_bodies = com_position.shape[:2]
+        terms = PotentialTerms.zeros(num_worlds, num_bodies, want_hessian)
+        weight = np.where(active[:, None, None], bodies.second_moment, 0.0) / ctx.stage_dt**2  # W = J/dt^2
+        pred = rotation_predictor(ctx)
+        # A = R W R~^T. Left perturbation R <- exp(skew(t)) R:
+        #   d/dt tr(exp(skew t) A) = -2 axial(A);  d^2/dt^2 = sym(A) - tr(A) 1  (lie.h identities)
+        # Phi = -tr(A) + C, with C chosen so that Phi(R~ if it were a rotation) = 0:
+        #   Phi = 1/2 tr((R - R~) W (R - R~)^T) = 1/2 tr(W) + 1/2 tr(R~ W R~^T) - tr(A).
+        big_a = rotation @ weight @ np.swapaxes(pred, -1, -2)
+        tr_a = np.trace(big_a, axis1=-2, axis2=-1)
+        const = 0.5 * np.trace(weight, axis1=-2, axis2=-1) + 0.5 * np.einsum("wnij,njk,wnik->wn", pred, weight, pred)
+        terms.energy = np.sum(const - tr_a, axis=1)
+        terms.gradient[..., 3:] = 2.0 * lie.axial(big_a)
+        if want_hessian:
+            eye = np.eye(3)
+            m = -big_a
+            hess = lie.sym(m) - np.trace(m, axis1=-2, axis2=-1)[..., None, None] * eye
+            if ctx.psd_project:
+                hess = project_psd_3x3(hess)
+            terms.hessian_diag[..., 3:, 3:] = hess
+        return terms
+
+
+class NewtonEulerInertia:
+    """Experimental Newton-Euler residual for bodies flagged with ``enable_newton_euler_inertia``.
+
+    Not derived from a potential: the gradient slot carries the residual and ``energy`` is the merit
+    1/2 dw^T M dw (digest 2.5), used only by energy-based line searches.
+    """
+
+    def evaluate(self, ctx: StageContext, com_position, rotation, want_hessian):
+        bodies = ctx.model.bodies
+        active = ~bodies.is_static & bodies.newton_euler
+        num_worlds, num_bodies = com_position.shape[:2]
+        terms = PotentialTerms.zeros(num_worlds, num_bodies, want_hessian)
+        if not np.any(active):
+            return terms
+        inertia = np.where(active[:, None, None], bodies.inertia, 0.0)
+        m_world = rotation @ inertia @ np.swapaxes(rotation, -1, -2)
+        fd = (rotation - ctx.rotation0) / ctx.stage_dt @ np.swapaxes(rotation, -1, -2)
+        omega = lie.axial(fd)
+        d_omega = omega - ctx.angular_velocity0
+        m_omega = np.einsum("wnij,wnj->wni", m_world, omega)
+        residual = np.einsum("wnij,wnj->wni", m_world, d_omega) / ctx.stage_dt + np.cross(omega, m_omega)
+        terms.gradient[..., 3:] = residual
+        terms.energy = 0.5 * np.einsum("wni,wnij,wnj->w", d_omega, m_world, d_omega)
+        if want_hessian:
+            terms.hessian_diag[..., 3:, 3:] = m_world / ctx.stage_dt**2
+        return terms

@@ -1,0 +1,523 @@
+"""`Scene`: the reference engine's scene API over the compiled model and the batched state.
+
+A scene holds actors (rows of the model), the batched state with W worlds (``set_num_worlds``), gravity and solver
+parameters. ``step(dt)`` advances all worlds in one call. Per-world reads and writes go through the actor methods'
+``world`` argument or the batched accessors (``get_actor_poses`` / ``set_actor_poses`` / ...), which an environment
+uses to reset one world while the others run.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import lie, pipeline
+from .actor import RigidActor
+from .model import Kinematics, Model, State, compile_bodies
+from .params import (
+    DEFAULT_GRAVITY,
+    ConvergenceStatus,
+    PerformanceStats,
+    RigidActorParams,
+    SolverParams,
+    SolverStats,
+)
+from .scene_setup import build_actor_record
+from .state_io import StateStore
+from .transforms import as_vector3
+
+_CALLBACK_HANDLES = itertools.count(1)
+
+
+@dataclass
+class _Callback:
+    handle: int
+    fn: object
+    priority: int
+    order: int
+
+
+class Scene:
+    def __init__(self, name: str = ""):
+        if not isinstance(name, str):
+            raise TypeError(f"scene name must be a string, got {name!r}")
+        self.name = name
+        self._records: list = []  # actor records in model row order
+        self._actors: dict = {}  # handle -> RigidActor
+        self._gravity = np.array(DEFAULT_GRAVITY, dtype=np.float64)
+        self._solver = SolverParams()
+        self._model: Model | None = None
+        self._state = _empty_state(1)
+        self._actor_status = np.zeros((1, 0), dtype=np.int64)
+        self._stats = SolverStats()
+        self._perf = PerformanceStats()
+        self._callbacks = {"pre": [], "post": []}
+        self._callback_order = itertools.count()
+        self._store = StateStore(self)
+        self._extra_potentials: list = []  # contact / constraint potentials registered by other modules
+        self.alive = True
+
+    # --- gravity and solver parameters --------------------------------------------------------------------------
+    def get_gravity(self) -> np.ndarray:
+        return self._gravity.copy()
+
+    def set_gravity(self, gravity) -> None:
+        self._gravity = as_vector3(gravity, "gravity")
+
+    def get_solver_params(self) -> SolverParams:
+        return copy.deepcopy(self._solver)
+
+    def set_solver_params(self, params: SolverParams) -> None:
+        if not isinstance(params, SolverParams):
+            raise TypeError(f"expected SolverParams, got {type(params).__name__}")
+        self._solver = copy.deepcopy(params).validate()
+
+    def get_solver_stats(self) -> SolverStats:
+        return copy.deepcopy(self._stats)
+
+    def get_performance_stats(self) -> PerformanceStats:
+        return copy.deepcopy(self._perf)
+
+    def get_last_time_step(self) -> float:
+        return self._state.last_dt
+
+    def get_total_simulation_time(self) -> float:
+        return self._state.time
+
+    # --- worlds ---------------------------------------------------------------------------------------------------
+    @property
+    def num_worlds(self) -> int:
+        return self._state.num_worlds
+
+    def get_num_worlds(self) -> int:
+        return self._state.num_worlds
+
+    def set_num_worlds(self, num_worlds: int) -> None:
+        """Replicate world 0 into ``num_worlds`` worlds sharing this scene's model."""
+        if isinstance(num_worlds, bool) or not isinstance(num_worlds, (int, np.integer)) or num_worlds < 1:
+            raise ValueError(f"num_worlds must be an integer >= 1, got {num_worlds!r}")
+        self._state = _replicate_world(self._state, 0, int(num_worlds))
+        self._actor_status = np.repeat(self._actor_status[:1], num_worlds, axis=0)
+
+    def _check_world(self, world) -> int:
+        if isinstance(world, bool) or not isinstance(world, (int, np.integer)):
+            raise TypeError(f"world must be an integer, got {world!r}")
+        if not 0 <= world < self.num_worlds:
+            raise IndexError(f"world {world} out of range for a scene with {self.num_worlds} worlds")
+        return int(world)
+
+    def _worlds(self, world) -> np.ndarray:
+        """None -> every world; an int or a sequence of ints -> those worlds (validated)."""
+        if world is None:
+            return np.arange(self.num_worlds)
+        arr = np.atleast_1d(np.asarray(world))
+        if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
+            raise TypeError(f"world must be an integer or a sequence of integers, got {world!r}")
+        if np.any((arr < 0) | (arr >= self.num_worlds)):
+            raise IndexError(f"world index out of range for a scene with {self.num_worlds} worlds: {arr.tolist()}")
+        return arr.astype(np.int64)
+
+    # --- actors ---------------------------------------------------------------------------------------------------
+    def create_rigid_actor(self, params: RigidActorParams | None = None, **kwargs) -> RigidActor:
+        """Create a rigid actor from a ``RigidActorParams`` or the same fields as keyword arguments."""
+        if params is not None and kwargs:
+            raise TypeError("pass either a RigidActorParams or keyword arguments, not both")
+        if params is None:
+            known = RigidActorParams.__dataclass_fields__
+            unknown = sorted(set(kwargs) - set(known))
+            if unknown:
+                raise TypeError(f"create_rigid_actor got unknown arguments {unknown}; valid: {sorted(known)}")
+            params = RigidActorParams(**kwargs)
+        elif not isinstance(params, RigidActorParams):
+            raise TypeError(f"expected RigidActorParams, got {type(params).__name__}")
+        record, pose = build_actor_record(params)  # validates everything before the scene changes
+        self._records.append(record)
+        self._state = _append_actor(self._state, *pose)
+        self._actor_status = np.concatenate(
+            [self._actor_status, np.full((self.num_worlds, 1), ConvergenceStatus.NOT_STARTED.value)], axis=1
+        )
+        actor = RigidActor(self, record)
+        self._actors[record.handle] = actor
+        self._mark_dirty()
+        return actor
+
+    def get_actor(self, handle):
+        if isinstance(handle, RigidActor):
+            handle = handle.get_handle()
+        try:
+            return self._actors[handle]
+        except KeyError:
+            raise KeyError(f"no actor with handle {handle!r} in scene {self.name!r}") from None
+
+    def get_actors(self) -> list:
+        return [self._actors[r.handle] for r in self._records]
+
+    def find_actor(self, name: str):
+        for r in self._records:
+            if r.name == name:
+                return self._actors[r.handle]
+        return None
+
+    def for_each_actor(self, fn) -> None:
+        for actor in self.get_actors():
+            fn(actor)
+
+    def get_num_actors(self) -> int:
+        return len(self._records)
+
+    def destroy_actor(self, actor_or_handle) -> None:
+        actor = self.get_actor(actor_or_handle)
+        row = self._row_of(actor._record)
+        for hook in list(self._destroy_hooks()):
+            hook(actor, row)
+        actor._record.alive = False
+        del self._records[row]
+        del self._actors[actor.get_handle()]
+        self._state = _delete_actor(self._state, row)
+        self._actor_status = np.delete(self._actor_status, row, axis=1)
+        self._mark_dirty()
+
+    def _destroy_hooks(self):
+        return [p.on_actor_destroyed for p in self._extra_potentials if hasattr(p, "on_actor_destroyed")]
+
+    def _row_of(self, record) -> int:
+        for i, r in enumerate(self._records):
+            if r is record:
+                return i
+        raise RuntimeError(f"actor {record.name!r} is not in scene {self.name!r}")
+
+    def _mark_dirty(self) -> None:
+        self._model = None
+
+    def get_model(self) -> Model:
+        """The compiled model (rebuilt after actors or their mass properties change)."""
+        if self._model is None:
+            self._model = Model(bodies=compile_bodies(self._records))
+        return self._model
+
+    # --- state writes used by the actors ----------------------------------------------------------------------
+    def _set_pose(self, row: int, rotation: np.ndarray, com_position: np.ndarray, world) -> None:
+        worlds = self._worlds(world)
+        cur = self._state.current
+        cur.com_position[worlds, row] = com_position
+        cur.rotation[worlds, row] = rotation
+        if not self._records[row].is_static:
+            self._state.num_history[worlds] = 1
+
+    def _set_velocity(self, row: int, lin: np.ndarray, ang: np.ndarray, world) -> None:
+        worlds = self._worlds(world)
+        record = self._records[row]
+        if record.is_static:
+            if np.any(lin != 0) or np.any(ang != 0):
+                raise ValueError(
+                    f"static actor {record.name!r}: velocity is implied by consecutive root transforms; "
+                    "only set_velocity([0, 0, 0], [0, 0, 0]) is allowed"
+                )
+            st = self._state
+            st.static_previous_com[worlds, row] = st.current.com_position[worlds, row]
+            st.static_previous_rotation[worlds, row] = st.current.rotation[worlds, row]
+        cur = self._state.current
+        cur.linear_velocity[worlds, row] = lin
+        cur.angular_velocity[worlds, row] = ang
+        cur.velocity_sym[worlds, row] = 0.0
+        self._state.sym_dirty[worlds, row] = not record.is_static
+        self._state.num_history[worlds] = 1
+
+    def _add_offset_force(self, row: int, force: np.ndarray, offset: np.ndarray, world) -> None:
+        worlds = self._worlds(world)
+        st = self._state
+        # Reuse a slot with the same offset, else add a slot (column K) for every actor.
+        matches = np.nonzero(np.all(st.offset_local[row] == offset, axis=-1))[0]
+        if matches.size:
+            k = int(matches[0])
+        else:
+            free = np.nonzero(np.all(st.offset_force[:, row] == 0.0, axis=(0, 2)))[0]
+            if free.size:
+                k = int(free[0])
+                st.offset_local[row, k] = offset
+            else:
+                k = st.offset_local.shape[1]
+                st.offset_local = np.concatenate([st.offset_local, np.zeros((st.offset_local.shape[0], 1, 3))], axis=1)
+                st.offset_force = np.concatenate([st.offset_force, np.zeros(st.offset_force.shape[:2] + (1, 3))], axis=2)
+                st.offset_local[row, k] = offset
+        st.offset_force[worlds, row, k] += force
+
+    def _set_mass_properties(self, record, mass: float, com_local: np.ndarray, second_moment: np.ndarray) -> None:
+        row = self._row_of(record)
+        # Keep the root transform: the CoM moves with the new local CoM.
+        cur = self._state.current
+        root_t = cur.com_position[:, row] - np.einsum("wij,j->wi", cur.rotation[:, row], record.com_local)
+        record.mass = float(mass)
+        record.com_local = np.array(com_local, dtype=np.float64)
+        record.second_moment = np.array(second_moment, dtype=np.float64)
+        cur.com_position[:, row] = root_t + np.einsum("wij,j->wi", cur.rotation[:, row], record.com_local)
+        self._state.num_history[:] = 1
+        self._mark_dirty()
+
+    # --- batched accessors (all worlds at once) -----------------------------------------------------------------
+    def _rows(self, actors) -> np.ndarray:
+        return np.array([self.get_actor(a)._row() for a in actors], dtype=np.int64)
+
+    def get_actor_poses(self, actors) -> tuple[np.ndarray, np.ndarray]:
+        """Root transforms of ``actors`` in every world: translations (W, K, 3), quaternions (W, K, 4) (x, y, z, w)."""
+        rows = self._rows(actors)
+        com_local = np.array([self._records[r].com_local for r in rows]).reshape(len(rows), 3)
+        cur = self._state.current
+        rot = cur.rotation[:, rows]
+        trans = cur.com_position[:, rows] - np.einsum("wkij,kj->wki", rot, com_local)
+        return trans, lie.matrix_to_quat(rot)
+
+    def get_actor_rotations(self, actors) -> np.ndarray:
+        return self._state.current.rotation[:, self._rows(actors)].copy()
+
+    def set_actor_poses(self, actors, translations, quaternions, worlds=None) -> None:
+        """Set root transforms: translations (len(worlds), K, 3), quaternions (len(worlds), K, 4)."""
+        rows = self._rows(actors)
+        w = self._worlds(worlds)
+        trans = _check_array(translations, (len(w), len(rows), 3), "translations")
+        quat = _check_array(quaternions, (len(w), len(rows), 4), "quaternions")
+        norms = np.linalg.norm(quat, axis=-1)
+        if np.any(norms < 1e-12):
+            raise ValueError("quaternions must be non-zero")
+        rot = lie.quat_to_matrix(quat)
+        com_local = np.array([self._records[r].com_local for r in rows]).reshape(len(rows), 3)
+        cur = self._state.current
+        cur.rotation[np.ix_(w, rows)] = rot
+        cur.com_position[np.ix_(w, rows)] = trans + np.einsum("wkij,kj->wki", rot, com_local)
+        if any(not self._records[r].is_static for r in rows):
+            self._state.num_history[w] = 1
+
+    def get_actor_velocities(self, actors) -> tuple[np.ndarray, np.ndarray]:
+        rows = self._rows(actors)
+        cur = self._state.current
+        return cur.linear_velocity[:, rows].copy(), cur.angular_velocity[:, rows].copy()
+
+    def set_actor_velocities(self, actors, linear, angular, worlds=None) -> None:
+        rows = self._rows(actors)
+        w = self._worlds(worlds)
+        lin = _check_array(linear, (len(w), len(rows), 3), "linear")
+        ang = _check_array(angular, (len(w), len(rows), 3), "angular")
+        static = np.array([self._records[r].is_static for r in rows], dtype=bool)
+        if np.any(static) and (np.any(lin[:, static] != 0) or np.any(ang[:, static] != 0)):
+            raise ValueError("static actors only accept zero velocity")
+        st = self._state
+        st.current.linear_velocity[np.ix_(w, rows)] = lin
+        st.current.angular_velocity[np.ix_(w, rows)] = ang
+        st.current.velocity_sym[np.ix_(w, rows)] = 0.0
+        st.sym_dirty[np.ix_(w, rows)] = ~static[None, :]
+        srows = rows[static]
+        if srows.size:
+            st.static_previous_com[np.ix_(w, srows)] = st.current.com_position[np.ix_(w, srows)]
+            st.static_previous_rotation[np.ix_(w, srows)] = st.current.rotation[np.ix_(w, srows)]
+        st.num_history[w] = 1
+
+    def get_world_status(self) -> np.ndarray:
+        """(W,) ConvergenceStatus values of the last step, per world."""
+        return self._state.status.copy()
+
+    # --- stepping ------------------------------------------------------------------------------------------------
+    def step(self, time_step_sec: float) -> None:
+        """Advance every world by ``time_step_sec`` seconds. ``step(0)`` runs the callbacks only."""
+        if isinstance(time_step_sec, bool):
+            raise TypeError("time_step_sec must be a number")
+        try:
+            dt = float(time_step_sec)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"time_step_sec must be a number, got {time_step_sec!r}") from exc
+        if not math.isfinite(dt) or dt < 0.0:
+            raise ValueError(f"time_step_sec must be finite and >= 0, got {time_step_sec!r}; the scene was not stepped")
+        self._run_callbacks("pre", dt)
+        if dt > 0.0 and self._records:
+            start = time.perf_counter()
+            report = pipeline.step(
+                self.get_model(), self._state, dt, self._solver, self._gravity, self._extra_potentials
+            )
+            self._actor_status = report.actor_status
+            self._stats = SolverStats(
+                convergence_status=ConvergenceStatus(int(report.status.max(initial=1))),
+                max_non_linear_iters=report.max_iterations,
+                max_line_search_iters=report.max_line_search_iterations,
+                residual_norm=report.residual_norm,
+            )
+            self._perf = PerformanceStats(
+                total_step_time=time.perf_counter() - start,
+                assembly_time=report.assembly_time,
+                linear_solve_time=report.solve_time,
+                line_search_time=report.line_search_time,
+                num_stages=report.num_stages,
+            )
+            for pot in self._extra_potentials:
+                if hasattr(pot, "after_step"):
+                    pot.after_step(self)
+        elif dt > 0.0:
+            self._state.time += dt
+            self._state.last_dt = dt
+        self._run_callbacks("post", dt)
+
+    # --- callbacks ----------------------------------------------------------------------------------------------
+    def register_pre_step_callback(self, callback, priority: int = 0) -> int:
+        """``callback(scene, time_step_sec)`` before each step; lower priority runs first."""
+        return self._register_callback("pre", callback, priority)
+
+    def register_post_step_callback(self, callback, priority: int = 0) -> int:
+        return self._register_callback("post", callback, priority)
+
+    def _register_callback(self, kind: str, callback, priority: int) -> int:
+        if not callable(callback):
+            raise TypeError("callback must be callable")
+        cb = _Callback(next(_CALLBACK_HANDLES), callback, int(priority), next(self._callback_order))
+        self._callbacks[kind].append(cb)
+        self._callbacks[kind].sort(key=lambda c: (c.priority, c.order))
+        return cb.handle
+
+    def cancel_callback(self, handle: int) -> None:
+        for kind in self._callbacks:
+            before = len(self._callbacks[kind])
+            self._callbacks[kind] = [c for c in self._callbacks[kind] if c.handle != handle]
+            if len(self._callbacks[kind]) != before:
+                return
+        raise KeyError(f"no callback with handle {handle!r}")
+
+    def _run_callbacks(self, kind: str, dt: float) -> None:
+        for cb in list(self._callbacks[kind]):
+            cb.fn(self, dt)
+
+    # --- state capture ------------------------------------------------------------------------------------------
+    def capture_state(self) -> int:
+        return self._store.capture()
+
+    def restore_state(self, handle: int, release_immediately: bool = False, worlds=None) -> None:
+        """Restore a captured state bit-exactly. With ``worlds``, only those worlds are restored, from the
+        snapshot's matching worlds or, for a one-world snapshot, from its single world."""
+        self._store.restore(handle, release_immediately, worlds)
+
+    def release_state(self, handle: int) -> None:
+        self._store.release(handle)
+
+    def capture_state_to_bytes(self) -> bytes:
+        return self._store.to_bytes()
+
+    def restore_state_from_bytes(self, data: bytes) -> None:
+        self._store.from_bytes(data)
+
+    def capture_state_to_file(self, path) -> None:
+        with open(path, "wb") as f:
+            f.write(self.capture_state_to_bytes())
+
+    def restore_state_from_file(self, path) -> None:
+        with open(path, "rb") as f:
+            self.restore_state_from_bytes(f.read())
+
+    def is_equal_state(self, handle_a: int, handle_b: int) -> bool:
+        return self._store.equal(handle_a, handle_b)
+
+    def set_force_single_island(self, enable: bool) -> None:
+        """Accepted for API compatibility: every world is solved as one system here."""
+        self._force_single_island = bool(enable)
+
+
+# --- state array helpers -----------------------------------------------------------------------------------------
+
+
+def _check_array(value, shape, name) -> np.ndarray:
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}, got {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite")
+    return arr
+
+
+def _empty_state(num_worlds: int) -> State:
+    kin = Kinematics.at_rest(num_worlds, 0)
+    return State(
+        history=[kin],
+        num_history=np.ones(num_worlds, dtype=np.int64),
+        sym_dirty=np.zeros((num_worlds, 0), dtype=bool),
+        static_previous_com=np.zeros((num_worlds, 0, 3)),
+        static_previous_rotation=np.zeros((num_worlds, 0, 3, 3)),
+        external_force=np.zeros((num_worlds, 0, 6)),
+        offset_force=np.zeros((num_worlds, 0, 0, 3)),
+        offset_local=np.zeros((0, 0, 3)),
+        status=np.zeros(num_worlds, dtype=np.int64),
+    )
+
+
+def _append_actor(state: State, com, rot, lin, ang, spin_set: bool) -> State:
+    """A new actor row in every world; the history restarts (the new row has no past)."""
+    w = state.num_worlds
+    cur = state.current
+
+    def add(arr, value):
+        return np.concatenate([arr, np.broadcast_to(value, (w, 1) + np.shape(value)).copy()], axis=1)
+
+    new = Kinematics(
+        com_position=add(cur.com_position, com),
+        rotation=add(cur.rotation, rot),
+        linear_velocity=add(cur.linear_velocity, lin),
+        angular_velocity=add(cur.angular_velocity, ang),
+        velocity_sym=add(cur.velocity_sym, np.zeros((3, 3))),
+    )
+    k = state.offset_local.shape[1]
+    return State(
+        history=[new],
+        num_history=np.ones(w, dtype=np.int64),
+        sym_dirty=add(state.sym_dirty, spin_set),
+        static_previous_com=add(state.static_previous_com, com),
+        static_previous_rotation=add(state.static_previous_rotation, rot),
+        external_force=add(state.external_force, np.zeros(6)),
+        offset_force=add(state.offset_force, np.zeros((k, 3))),
+        offset_local=np.concatenate([state.offset_local, np.zeros((1, k, 3))], axis=0),
+        status=state.status,
+        time=state.time,
+        last_dt=state.last_dt,
+    )
+
+
+def _delete_actor(state: State, row: int) -> State:
+    cur = state.current
+    new = Kinematics(
+        com_position=np.delete(cur.com_position, row, axis=1),
+        rotation=np.delete(cur.rotation, row, axis=1),
+        linear_velocity=np.delete(cur.linear_velocity, row, axis=1),
+        angular_velocity=np.delete(cur.angular_velocity, row, axis=1),
+        velocity_sym=np.delete(cur.velocity_sym, row, axis=1),
+    )
+    return State(
+        history=[new],
+        num_history=np.ones(state.num_worlds, dtype=np.int64),
+        sym_dirty=np.delete(state.sym_dirty, row, axis=1),
+        static_previous_com=np.delete(state.static_previous_com, row, axis=1),
+        static_previous_rotation=np.delete(state.static_previous_rotation, row, axis=1),
+        external_force=np.delete(state.external_force, row, axis=1),
+        offset_force=np.delete(state.offset_force, row, axis=1),
+        offset_local=np.delete(state.offset_local, row, axis=0),
+        status=state.status,
+        time=state.time,
+        last_dt=state.last_dt,
+    )
+
+
+def _replicate_world(state: State, world: int, num_worlds: int) -> State:
+    def rep(arr):
+        return np.repeat(arr[world : world + 1], num_worlds, axis=0)
+
+    hist = [Kinematics(**{k: rep(v) for k, v in vars(h).items()}) for h in state.history]
+    return State(
+        history=hist,
+        num_history=rep(state.num_history),
+        sym_dirty=rep(state.sym_dirty),
+        static_previous_com=rep(state.static_previous_com),
+        static_previous_rotation=rep(state.static_previous_rotation),
+        external_force=rep(state.external_force),
+        offset_force=rep(state.offset_force),
+        offset_local=state.offset_local.copy(),
+        status=rep(state.status),
+        time=state.time,
+        last_dt=state.last_dt,
+    )

@@ -1,0 +1,132 @@
+"""Capture and restore of a scene's batched state: in memory (handles) and as bytes (numpy .npz, no pickle).
+
+Restores are bit-exact: the arrays are copied, never recomputed. A snapshot remembers the actor handles it was
+taken with; restoring into a scene whose actors changed is an error.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+from dataclasses import fields
+
+import numpy as np
+
+from .model import Kinematics, State
+
+_STATE_ARRAYS = ("num_history", "sym_dirty", "static_previous_com", "static_previous_rotation", "external_force",
+                 "offset_force", "offset_local", "status")
+_KIN_FIELDS = tuple(f.name for f in fields(Kinematics))
+
+
+class StateStore:
+    def __init__(self, scene):
+        self._scene = scene
+        self._snapshots: dict = {}
+        self._handles = itertools.count(1)
+
+    def _layout(self) -> tuple:
+        return tuple(r.handle for r in self._scene._records)
+
+    def capture(self) -> int:
+        h = next(self._handles)
+        self._snapshots[h] = (self._layout(), self._scene._state.copy(), self._scene._actor_status.copy(),
+                              self._extra_capture())
+        return h
+
+    def _extra_capture(self):
+        return [p.capture() if hasattr(p, "capture") else None for p in self._scene._extra_potentials]
+
+    def _get(self, handle):
+        try:
+            return self._snapshots[handle]
+        except (KeyError, TypeError):
+            raise KeyError(f"no captured state with handle {handle!r} (released or never captured)") from None
+
+    def restore(self, handle: int, release_immediately: bool, worlds) -> None:
+        layout, state, status, extra = self._get(handle)
+        if layout != self._layout():
+            raise ValueError("the captured state was taken with a different set of actors; cannot restore it")
+        scene = self._scene
+        if worlds is None:
+            scene._state = state.copy()
+            scene._actor_status = status.copy()
+            for pot, data in zip(scene._extra_potentials, extra):
+                if data is not None:
+                    pot.restore(data)
+        else:
+            target = scene._worlds(worlds)
+            if state.num_worlds == 1:
+                source = np.zeros(len(target), dtype=np.int64)
+            elif state.num_worlds == scene.num_worlds:
+                source = target
+            else:
+                raise ValueError(
+                    f"a snapshot of {state.num_worlds} worlds can restore a subset of worlds only into a scene of "
+                    f"the same size (this one has {scene.num_worlds}) or from a one-world snapshot"
+                )
+            _restore_worlds(scene._state, state, target, source)
+            scene._actor_status[target] = status[source]
+        if release_immediately:
+            self.release(handle)
+
+    def release(self, handle: int) -> None:
+        self._get(handle)
+        del self._snapshots[handle]
+
+    def equal(self, a: int, b: int) -> bool:
+        la, sa, _, _ = self._get(a)
+        lb, sb, _, _ = self._get(b)
+        if la != lb:
+            return False
+        da, db = _to_arrays(sa), _to_arrays(sb)
+        return da.keys() == db.keys() and all(
+            da[k].shape == db[k].shape and np.array_equal(da[k], db[k]) for k in da
+        )
+
+    def to_bytes(self) -> bytes:
+        arrays = _to_arrays(self._scene._state)
+        meta = {"layout": list(self._layout()), "time": self._scene._state.time,
+                "last_dt": self._scene._state.last_dt, "history": len(self._scene._state.history)}
+        buf = io.BytesIO()
+        np.savez(buf, __meta__=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **arrays)
+        return buf.getvalue()
+
+    def from_bytes(self, data: bytes) -> None:
+        try:
+            with np.load(io.BytesIO(data), allow_pickle=False) as z:
+                meta = json.loads(bytes(z["__meta__"]).decode())
+                arrays = {k: z[k] for k in z.files if k != "__meta__"}
+        except Exception as exc:  # malformed input: say so, leave the scene as it was
+            raise ValueError(f"not a captured scene state: {exc}") from exc
+        if tuple(meta.get("layout", ())) != self._layout():
+            raise ValueError("the captured state was taken with a different set of actors; cannot restore it")
+        history = [
+            Kinematics(**{f: arrays[f"history{i}_{f}"] for f in _KIN_FIELDS}) for i in range(int(meta["history"]))
+        ]
+        self._scene._state = State(history=history, **{k: arrays[k] for k in _STATE_ARRAYS},
+                                   time=float(meta["time"]), last_dt=float(meta["last_dt"]))
+
+
+def _to_arrays(state: State) -> dict:
+    out = {k: getattr(state, k) for k in _STATE_ARRAYS}
+    for i, kin in enumerate(state.history):
+        for f in _KIN_FIELDS:
+            out[f"history{i}_{f}"] = getattr(kin, f)
+    out["time"] = np.array(state.time)
+    out["last_dt"] = np.array(state.last_dt)
+    return out
+
+
+def _restore_worlds(dst: State, src: State, target: np.ndarray, source: np.ndarray) -> None:
+    """Copy worlds ``source`` of ``src`` into worlds ``target`` of ``dst`` (history entries matched by age)."""
+    for k in _STATE_ARRAYS:
+        if k == "offset_local":
+            continue
+        getattr(dst, k)[target] = getattr(src, k)[source]
+    while len(dst.history) < len(src.history):
+        dst.history.append(dst.history[-1].copy())
+    for i, kin in enumerate(dst.history):
+        kin.put(target, src.history[min(i, len(src.history) - 1)].take(source))
+    dst.num_history[target] = np.minimum(src.num_history[source], len(src.history))
