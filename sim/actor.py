@@ -130,6 +130,7 @@ class RigidActor:
 
     # --- mass properties ----------------------------------------------------------------------------------------
     def get_mass(self) -> float:
+        self._row()
         return 0.0 if self._record.is_static else float(self._record.mass)
 
     def get_density(self) -> float:

@@ -60,12 +60,27 @@ def exp_so3(theta: np.ndarray) -> np.ndarray:
     return eye + coef_a[..., None, None] * k + coef_b[..., None, None] * (k @ k)
 
 
-def log_so3(rot: np.ndarray) -> np.ndarray:
-    """(..., 3, 3) rotation matrices -> (..., 3) rotation vectors with norm <= pi.
+# Beyond this angle (rad) the axial-vector formula theta/(2 sin theta) vee(R - R^T) loses accuracy (sin -> 0 at
+# pi); those rotations go through the quaternion, which is well conditioned at every angle.
+_NEAR_PI = np.pi - 1e-2
 
-    Goes through the quaternion, which is well conditioned at every angle including pi.
-    """
-    return quat_to_rotvec(matrix_to_quat(rot))
+
+def log_so3(rot: np.ndarray) -> np.ndarray:
+    """(..., 3, 3) rotation matrices -> (..., 3) rotation vectors with norm <= pi."""
+    rot = np.asarray(rot, dtype=np.float64)
+    cos_angle = np.clip(0.5 * (rot[..., 0, 0] + rot[..., 1, 1] + rot[..., 2, 2] - 1.0), -1.0, 1.0)
+    angle = np.arccos(cos_angle)
+    vee = axial(rot)  # = sin(angle) * axis
+    sin_angle = np.sqrt(np.einsum("...i,...i->...", vee, vee))
+    small = angle < _SMALL_ANGLE
+    # angle / sin(angle) with its series 1 + angle^2/6 near zero; atan2 keeps the ratio accurate for mid angles.
+    angle_mid = np.arctan2(sin_angle, cos_angle)
+    ratio = np.where(small, 1.0 + angle * angle / 6.0, angle_mid / np.where(small, 1.0, np.maximum(sin_angle, 1e-300)))
+    out = ratio[..., None] * vee
+    near_pi = angle > _NEAR_PI
+    if np.any(near_pi):
+        out[near_pi] = quat_to_rotvec(matrix_to_quat(rot[near_pi]))
+    return out
 
 
 def quat_to_rotvec(q: np.ndarray) -> np.ndarray:

@@ -220,9 +220,19 @@ def model_data_from_shape(shape: Shape) -> dict:
 # ------------------------------------------------------------------------------------------------------- HDF5
 
 
+def _h5_attr(group, name: str, where: str):
+    if name not in group.attrs:
+        raise ValueError(f"{where}: group {group.name!r} is missing attribute {name!r}")
+    return group.attrs[name]
+
+
 def _shape_from_h5(path: Path) -> Shape:
     h5py = _import_h5py()
-    with h5py.File(path, "r") as f:
+    try:
+        f = h5py.File(path, "r")
+    except OSError as exc:
+        raise ValueError(f"{path.name} is not a readable HDF5 file: {exc}") from exc
+    with f:
         present = [k for k in _SHAPE_KEYS if k in f]
         if len(present) != 1:
             raise ValueError(f"{path.name}: must contain exactly one of groups mesh, box, plane, sphere; "
@@ -252,13 +262,13 @@ def _shape_from_h5(path: Path) -> Shape:
                 raise ValueError(f"{path.name}: mesh connectivity must be an (E, k) dataset, got {connectivity.shape}")
             shape = _mesh_shape(connectivity.shape[1], coordinates, connectivity, path.name)
         elif kind == "box":
-            vertices, triangles = box_mesh(g.attrs["half_extents"], g.attrs.get("center", (0, 0, 0)),
-                                            g.attrs.get("rotation"))
+            vertices, triangles = box_mesh(_h5_attr(g, "half_extents", path.name), g.attrs.get("center", (0, 0, 0)),
+                                           g.attrs.get("rotation"))
             shape = create_tri_mesh_shape(vertices, triangles)
         elif kind == "plane":
-            shape = create_plane_shape(g.attrs["normal"], float(g.attrs["distance"]))
+            shape = create_plane_shape(_h5_attr(g, "normal", path.name), float(_h5_attr(g, "distance", path.name)))
         else:
-            shape = create_sphere_shape(g.attrs["center"], float(g.attrs["radius"]))
+            shape = create_sphere_shape(_h5_attr(g, "center", path.name), float(_h5_attr(g, "radius", path.name)))
     return shape if sdf is None else shape.with_sdf(sdf)
 
 

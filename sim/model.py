@@ -31,6 +31,7 @@ class Bodies:
     newton_euler: np.ndarray  # (N,) bool, experimental Newton-Euler inertia
     force_weight: np.ndarray  # (N,) 1/N^2, per-actor convergence weight of translational residuals
     torque_weight: np.ndarray  # (N,) 1/(N m)^2, per-actor convergence weight of rotational residuals
+    static_pivot: np.ndarray  # (N, 3) m, local point where a static actor's implied velocity is measured
 
     @property
     def num(self) -> int:
@@ -64,6 +65,7 @@ def compile_bodies(records) -> Bodies:
         newton_euler=np.array([r.newton_euler for r in records], dtype=bool).reshape(n),
         force_weight=1.0 / force_scale**2,
         torque_weight=1.0 / (force_scale * length) ** 2,
+        static_pivot=np.array([r.static_pivot for r in records], dtype=np.float64).reshape(n, 3),
     )
 
 

@@ -202,8 +202,9 @@ def newton_solve(potentials, ctx: StageContext, com_position, rotation, params: 
         active &= ~bad_solve
         iterations[active] += 1
         # Relative step tolerance on the raw increment (before the line search).
-        rotvec = lie.log_so3(rot[:, dyn])
-        x_norm = np.sqrt(np.einsum("wni,wni->w", c[:, dyn], c[:, dyn]) + np.einsum("wni,wni->w", rotvec, rotvec))
+        # |x|^2 = |c|^2 + |log R|^2, the rotation angle from the trace (no full log needed).
+        angle = np.arccos(np.clip(0.5 * (np.trace(rot[:, dyn], axis1=-2, axis2=-1) - 1.0), -1.0, 1.0))
+        x_norm = np.sqrt(np.einsum("wni,wni->w", c[:, dyn], c[:, dyn]) + np.einsum("wn,wn->w", angle, angle))
         dx_norm = np.sqrt(np.einsum("wni,wni->w", dx, dx))
         stop_next = active & (dx_norm <= params.rel_step_tol * x_norm)
 

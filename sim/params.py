@@ -18,7 +18,8 @@ from .contact.ramp import CoulombFrictionModel
 
 DEFAULT_DENSITY = 1000.0  # kg/m^3
 DEFAULT_GRAVITY = (0.0, -9.8, 0.0)  # m/s^2, Y up
-DEFAULT_REL_STEP_TOL = 1.1920929e-06  # 10 * float32 machine epsilon, as the reference
+DEFAULT_REL_STEP_TOL = 10.0 * float(np.finfo(np.float64).eps)  # 2.22e-15: the fp64 reference build's default
+# (the fp32 build uses 10 * float32 epsilon = 1.19e-6; tests/reference_data/README.md)
 AUTO_LINEAR_SOLVER_MAX_ITER = -1
 
 

@@ -61,6 +61,10 @@ def velocity_sym_for_spin(omega: np.ndarray, h: float) -> np.ndarray:
 
 def interpolate_static(prev_c, prev_r, target_c, target_r, tau: float):
     """Prescribed static pose at fraction tau of the step (linear in c, geodesic in R)."""
+    if tau == 1.0:
+        return target_c, target_r
+    if tau == 0.0:
+        return prev_c, prev_r
     c = prev_c + tau * (target_c - prev_c)
     rel = lie.log_so3(target_r @ np.swapaxes(prev_r, -1, -2))
     return c, lie.exp_so3(tau * rel) @ prev_r
@@ -102,13 +106,15 @@ def _step_group(model, state, worlds, tab: Tableau, dt, solver, gravity, potenti
     bodies = model.bodies
     static = bodies.is_static
     hist = [h.take(worlds) for h in state.history[: tab.num_history]]
-    # Fill S for spins set from outside, with the first stage's h (digest 2.4).
-    first_h = dt * tab.stage_dt_factors[0]
+    # Fill S for spins set from outside (digest 2.4) with h = the step's dt, not the stage's: with the stage dt,
+    # implicit midpoint gives omega_z = 3.0 after one step at dt 0.1; the reference gives 3.0703 (reference_data).
     dirty = state.sym_dirty[worlds]
     if np.any(dirty):
         hist[0].velocity_sym = np.where(
-            dirty[..., None, None], velocity_sym_for_spin(hist[0].angular_velocity, first_h), hist[0].velocity_sym
+            dirty[..., None, None], velocity_sym_for_spin(hist[0].angular_velocity, dt), hist[0].velocity_sym
         )
+        # Store it: y_n keeps this S as part of the history the next multistep steps combine.
+        state.history[0].velocity_sym[worlds] = hist[0].velocity_sym
         state.sym_dirty[worlds] = False
     alpha = tab.alpha
     star = Kinematics(
@@ -120,8 +126,17 @@ def _step_group(model, state, worlds, tab: Tableau, dt, solver, gravity, potenti
     )
     prev_c, prev_r = state.static_previous_com[worlds], state.static_previous_rotation[worlds]
     target_c, target_r = hist[0].com_position, hist[0].rotation
-    static_v = (target_c - prev_c) / dt
-    static_w = lie.log_so3(target_r @ np.swapaxes(prev_r, -1, -2)) / dt
+    # Static velocity from consecutive poses, taken at the pivot p (bounding-box centre, local frame) as the
+    # reference does: v = (T(p) - T_prev(p)) / dt, omega = log(R R_prev^T) / dt.
+    static_v = np.zeros_like(target_c)
+    static_w = np.zeros_like(target_c)
+    if np.any(static):
+        pivot = bodies.static_pivot[static]
+        static_v[:, static] = (
+            target_c[:, static] + np.einsum("wnij,nj->wni", target_r[:, static], pivot)
+            - prev_c[:, static] - np.einsum("wnij,nj->wni", prev_r[:, static], pivot)
+        ) / dt
+        static_w[:, static] = lie.log_so3(target_r[:, static] @ np.swapaxes(prev_r[:, static], -1, -2)) / dt
 
     stages: list[Kinematics] = []
     diverged = np.zeros(len(worlds), dtype=bool)

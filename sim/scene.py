@@ -182,6 +182,16 @@ class Scene:
         self._actor_status = np.delete(self._actor_status, row, axis=1)
         self._mark_dirty()
 
+    def add_potential(self, potential) -> None:
+        """Add a physical effect: any object with ``evaluate(ctx, com_position, rotation, want_hessian)``
+        returning ``PotentialTerms`` (sim/potentials/base.py). It is summed into every stage's Newton solve."""
+        if not callable(getattr(potential, "evaluate", None)):
+            raise TypeError("a potential needs an evaluate(ctx, com_position, rotation, want_hessian) method")
+        self._extra_potentials.append(potential)
+
+    def remove_potential(self, potential) -> None:
+        self._extra_potentials.remove(potential)
+
     def _destroy_hooks(self):
         return [p.on_actor_destroyed for p in self._extra_potentials if hasattr(p, "on_actor_destroyed")]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -43,6 +43,7 @@ class ActorRecord:
     volume: float  # m^3 (0 for implicit shapes)
     com_local: np.ndarray  # (3,) m, local frame
     second_moment: np.ndarray  # (3, 3) kg m^2 about the CoM, local axes
+    static_pivot: np.ndarray = field(default_factory=lambda: np.zeros(3))  # m, bounding-box centre (local)
     newton_euler: bool = False
     alive: bool = True
     params: RigidActorParams | None = field(default=None, repr=False)
@@ -54,7 +55,8 @@ def _optional_vector(value, name):
 
 def build_actor_record(params: RigidActorParams):
     """Validate ``params`` and return (record, (com, rotation, linear_velocity, angular_velocity, spin_set))."""
-    p = copy.deepcopy(params)
+    # Copy the mutable parts; shapes are immutable and shared.
+    p = replace(params, contact=copy.deepcopy(params.contact), sdf=copy.deepcopy(params.sdf))
     if not isinstance(p.name, str):
         raise TypeError(f"name must be a string, got {p.name!r}")
     if not isinstance(p.layer, str):
@@ -92,6 +94,8 @@ def build_actor_record(params: RigidActorParams):
                 "(their velocity is implied by consecutive root transforms)"
             )
         mass, density, volume, com, second = 0.0, 0.0, 0.0, np.zeros(3), np.zeros((3, 3))
+        lo, hi = p.shape.aabb()
+        pivot = np.where(np.isfinite(lo) & np.isfinite(hi), 0.5 * (lo + hi), 0.0)
     else:
         if not p.shape.has_surface_mesh:
             raise ValueError(
@@ -109,6 +113,7 @@ def build_actor_record(params: RigidActorParams):
         )
         mass, density, volume = props.mass, props.density, props.volume
         com, second = np.array(props.center_of_mass), np.array(props.second_moment)
+        pivot = np.zeros(3)
         if not (mass > 0 and math.isfinite(mass)):
             raise ValueError(f"actor {p.name!r}: mass must be finite and > 0, got {mass}")
     record = ActorRecord(
@@ -128,6 +133,7 @@ def build_actor_record(params: RigidActorParams):
         volume=volume,
         com_local=com,
         second_moment=second,
+        static_pivot=pivot,
         params=p,
     )
     pose = (

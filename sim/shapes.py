@@ -85,22 +85,50 @@ class Shape:
         sdf: baked grid SDF read from a model file (see `mesh_io`), or None.
     """
 
+    __slots__ = ("kind", "handle", "normal", "distance", "center", "radius", "vertices", "triangles",
+                 "tet_vertices", "tetrahedra", "sdf")
+
     def __init__(self, kind, *, normal=None, distance=None, center=None, radius=None, vertices=None,
                  triangles=None, tet_vertices=None, tetrahedra=None, sdf=None):
         # Trusts its inputs: the create_* functions validate before calling this.
         if kind not in SHAPE_KINDS:
             raise ValueError(f"kind must be one of {SHAPE_KINDS}, got {kind!r}")
-        self.kind = kind
-        self.handle = next(_HANDLES)
-        self.normal = None if normal is None else _frozen(normal, np.float64)
-        self.distance = None if distance is None else float(distance)
-        self.center = None if center is None else _frozen(center, np.float64)
-        self.radius = None if radius is None else float(radius)
-        self.vertices = None if vertices is None else _frozen(vertices, np.float64)
-        self.triangles = None if triangles is None else _frozen(triangles, np.int64)
-        self.tet_vertices = None if tet_vertices is None else _frozen(tet_vertices, np.float64)
-        self.tetrahedra = None if tetrahedra is None else _frozen(tetrahedra, np.int64)
-        self.sdf = None if sdf is None else _frozen_sdf(sdf)
+        values = {
+            "kind": kind,
+            "handle": next(_HANDLES),
+            "normal": None if normal is None else _frozen(normal, np.float64),
+            "distance": None if distance is None else float(distance),
+            "center": None if center is None else _frozen(center, np.float64),
+            "radius": None if radius is None else float(radius),
+            "vertices": None if vertices is None else _frozen(vertices, np.float64),
+            "triangles": None if triangles is None else _frozen(triangles, np.int64),
+            "tet_vertices": None if tet_vertices is None else _frozen(tet_vertices, np.float64),
+            "tetrahedra": None if tetrahedra is None else _frozen(tetrahedra, np.int64),
+            "sdf": None if sdf is None else _frozen_sdf(sdf),
+        }
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"Shape is immutable; cannot set {name!r} (bake or create a new shape instead)")
+
+    # Immutable, so copies may share it (deepcopy of params / models holding a shape keeps the same handle).
+    def __copy__(self) -> "Shape":
+        return self
+
+    def __deepcopy__(self, memo) -> "Shape":
+        return self
+
+    def __getstate__(self) -> dict:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+    def __setstate__(self, state: dict) -> None:  # unpickling keeps the handle of the pickled shape
+        for name, value in state.items():
+            if isinstance(value, np.ndarray):
+                value.setflags(write=False)  # pickle does not keep the read-only flag
+            elif name == "sdf" and value is not None:
+                value = _frozen_sdf(value)
+            object.__setattr__(self, name, value)
 
     def with_sdf(self, sdf) -> "Shape":
         """A copy of this shape (new handle) carrying the grid-SDF dict ``sdf`` (layout: `mesh_io`)."""
@@ -330,7 +358,9 @@ def create_tri_mesh_shape(coordinates, connectivity, *, require_closed: bool = T
     Triangles must be CCW seen from outside. ``require_closed=False`` skips the watertight / winding / volume
     checks (for open static collider surfaces); rigid mass properties need a closed surface.
     """
-    vertices, triangles = validate_surface_mesh(coordinates, connectivity, require_closed=require_closed)
+    vertices = _as_coordinates(coordinates)  # parsed first so errors name the caller's arguments
+    triangles = _as_connectivity(connectivity, 3, vertices.shape[0])
+    vertices, triangles = validate_surface_mesh(vertices, triangles, require_closed=require_closed)
     return Shape("tri_mesh", vertices=vertices, triangles=triangles)
 
 

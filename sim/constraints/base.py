@@ -39,7 +39,8 @@ the ``com_local`` this set holds (`set_com_local` when the scene's actors change
 from __future__ import annotations
 
 import operator
-from typing import Callable, NamedTuple, Optional
+from types import MappingProxyType
+from typing import Callable, Mapping, NamedTuple, Optional
 
 import numpy as np
 
@@ -143,9 +144,10 @@ class RigidConstraintSet:
     params_type: type = ConstraintParams
     num_constrained_actors: int = 1
     actor_dofs: tuple = (ALL_DOFS,)  # DoF indices per constrained actor (``get_dof_indices_for_actor``)
-    data_shapes: dict = {}  # name -> trailing shape of _data
-    world_data_shapes: dict = {}  # name -> trailing shape of _world_data
-    target_shapes: dict = {}  # name -> trailing shape of targets
+    # name -> trailing shape, per storage kind (read-only class constants; subclasses replace them)
+    data_shapes: Mapping = MappingProxyType({})
+    world_data_shapes: Mapping = MappingProxyType({})
+    target_shapes: Mapping = MappingProxyType({})
 
     def __init__(self, com_local: np.ndarray, num_worlds: int, *, exact_hessian: bool = False):
         if int(num_worlds) < 1:
@@ -189,7 +191,9 @@ class RigidConstraintSet:
         freeze a creation-time frame or target (prismatic, rotation range / tracking); ignored by the others.
         """
         if not isinstance(params, self.params_type):
-            raise TypeError(f"{type(self).__name__}.add expects {self.params_type.__name__}, got {type(params).__name__}")
+            raise TypeError(
+                f"{type(self).__name__}.add expects {self.params_type.__name__}, got {type(params).__name__}"
+            )
         params.validate(require_complete=True)
         actors = self._actor_indices(params)
         if com_position is not None or rotation is not None:
@@ -237,7 +241,8 @@ class RigidConstraintSet:
         w, n = self.num_worlds, self.num_bodies
         if com_position.shape != (w, n, 3) or rotation.shape != (w, n, 3, 3):
             raise ValueError(
-                f"poses must have shapes ({w}, {n}, 3) and ({w}, {n}, 3, 3), got {com_position.shape} and {rotation.shape}"
+                f"poses must have shapes ({w}, {n}, 3) and ({w}, {n}, 3, 3), "
+                f"got {com_position.shape} and {rotation.shape}"
             )
         if not (np.all(np.isfinite(com_position)) and np.all(np.isfinite(rotation))):
             raise ValueError("poses must be finite")
@@ -265,7 +270,9 @@ class RigidConstraintSet:
         Returns the constraint map old index -> new index (-1 for dropped). ``com_local`` is the new model's."""
         actor_map = np.asarray(actor_map, dtype=np.int64)
         if actor_map.ndim != 1 or (len(self) and actor_map.shape[0] <= self.actors.max()):
-            raise ValueError(f"actor_map must be (N_old,) covering every constrained actor, got shape {actor_map.shape}")
+            raise ValueError(
+                f"actor_map must be (N_old,) covering every constrained actor, got shape {actor_map.shape}"
+            )
         new_actors = actor_map[self.actors] if len(self) else self.actors
         keep = np.all(new_actors >= 0, axis=1)
         self.actors = new_actors
@@ -283,9 +290,8 @@ class RigidConstraintSet:
         self.stiffness = self.stiffness[keep]
         self.damping = self.damping[keep]
         self.saturation = self.saturation[keep]
-        for store in (self._data,):
-            for k in store:
-                store[k] = store[k][keep]
+        for k in self._data:
+            self._data[k] = self._data[k][keep]
         for store in (self._world_data, self._targets, self._old_targets):
             for k in store:
                 store[k] = store[k][:, keep]
@@ -296,7 +302,9 @@ class RigidConstraintSet:
     def _index(self, index) -> np.ndarray:
         idx = np.asarray(index, dtype=np.int64)
         if idx.size and (idx.min() < 0 or idx.max() >= len(self)):
-            raise IndexError(f"constraint index {index} out of range for {len(self)} {self.constraint_type} constraints")
+            raise IndexError(
+                f"constraint index {index} out of range for {len(self)} {self.constraint_type} constraints"
+            )
         return idx
 
     def set_stiffness(self, index, stiffness: float) -> None:
@@ -360,8 +368,28 @@ class RigidConstraintSet:
         """-> (data {name: trailing-shaped}, world_data {name: (W,)+shape or shape}, targets {...})."""
         raise NotImplementedError
 
-    def _kinematics(self, com_position, rotation, targets: dict, with_jacobian: bool) -> ConstraintKinematics:
+    def _kinematics(
+        self, com_position, rotation, targets: dict, frozen: dict, with_jacobian: bool
+    ) -> ConstraintKinematics:
+        """``targets`` / ``frozen`` (the world data) are already restricted to the worlds of the poses."""
         raise NotImplementedError
+
+    def _select_worlds(self, store: dict, worlds) -> dict:
+        return store if worlds is None else {k: v[worlds] for k, v in store.items()}
+
+    def _worlds_of(self, com_position: np.ndarray, worlds):
+        """Validate that the poses cover either all worlds (``worlds`` None) or the listed batch worlds."""
+        if worlds is None:
+            if com_position.shape[0] != self.num_worlds:
+                raise ValueError(
+                    f"poses cover {com_position.shape[0]} worlds but the set has {self.num_worlds}; "
+                    "pass the batch indices of those worlds (ctx.world_index)"
+                )
+            return None
+        worlds = np.asarray(worlds, dtype=np.int64)
+        if worlds.shape != (com_position.shape[0],):
+            raise ValueError(f"world_index must have shape ({com_position.shape[0]},), got {worlds.shape}")
+        return worlds
 
     def _gather(self, com_position, rotation, slot: int):
         """Poses of the ``slot``-th constrained actor of every constraint: (W, C, 3), (W, C, 3, 3)."""
@@ -375,11 +403,16 @@ class RigidConstraintSet:
 
     # -- queries ------------------------------------------------------------------------------------------------
 
-    def deviation(self, com_position: np.ndarray, rotation: np.ndarray) -> np.ndarray:
-        """(W, C, 3) constraint value g at the given poses and the current targets (``get_deviation``)."""
+    def deviation(self, com_position: np.ndarray, rotation: np.ndarray, worlds=None) -> np.ndarray:
+        """(W, C, 3) constraint value g at the given poses and the current targets (``get_deviation``).
+
+        ``worlds`` lists the batch worlds the poses belong to (default: all worlds, in order)."""
         if len(self) == 0:
             return np.zeros((com_position.shape[0], 0, 3))
-        return self._kinematics(com_position, rotation, self._targets, with_jacobian=False).value
+        worlds = self._worlds_of(com_position, worlds)
+        targets = self._select_worlds(self._targets, worlds)
+        frozen = self._select_worlds(self._world_data, worlds)
+        return self._kinematics(com_position, rotation, targets, frozen, with_jacobian=False).value
 
     def force(self, ctx: StageContext, com_position: np.ndarray, rotation: np.ndarray) -> np.ndarray:
         """(W, C, A, 6) generalized constraint force -r = -J^T lam on each constrained actor: world force [N] and
@@ -396,18 +429,23 @@ class RigidConstraintSet:
         dt = float(ctx.stage_dt)
         if not (np.isfinite(dt) and dt > 0.0):
             raise ValueError(f"stage_dt must be positive and finite, got {ctx.stage_dt}")
-        kin = self._kinematics(com_position, rotation, self._targets, with_jacobian=True)
+        worlds = self._worlds_of(com_position, getattr(ctx, "world_index", None))
+        frozen = self._select_worlds(self._world_data, worlds)
+        targets = self._select_worlds(self._targets, worlds)
+        old_targets = self._select_worlds(self._old_targets, worlds)
+        kin = self._kinematics(com_position, rotation, targets, frozen, with_jacobian=True)
         g = kin.value
-        g_old = self._kinematics(ctx.com_position0, ctx.rotation0, self._old_targets, with_jacobian=False).value
+        g_old = self._kinematics(ctx.com_position0, ctx.rotation0, old_targets, frozen, with_jacobian=False).value
         dg = g - g_old
         k = self.stiffness
         damp = self.damping / dt  # d / dt_i
         saturated = self.saturation > 0.0
         norm = np.sqrt(np.einsum("wci,wci->wc", g, g))
-        ramp = step_c1(norm, np.where(saturated, self.saturation, 1.0))
+        finite = np.isfinite(norm)  # a diverged iterate must give a non-finite energy, not an exception
+        ramp = step_c1(np.where(finite, norm, 0.0), np.where(saturated, self.saturation, 1.0))
         max_force = k * np.where(saturated, self.saturation, 0.0)  # k gbar
         elastic = np.where(saturated, max_force * ramp.value, 0.5 * k * norm**2)
-        energy = elastic + 0.5 * damp * np.einsum("wci,wci->wc", dg, dg)
+        energy = np.where(finite, elastic + 0.5 * damp * np.einsum("wci,wci->wc", dg, dg), np.nan)
         kappa = np.where(saturated, max_force * ramp.d1_over_x, k)
         lam = kappa[..., None] * g + damp[:, None] * dg
         grad = np.einsum("wcaid,wci->wcad", kin.jacobian, lam)
@@ -442,5 +480,6 @@ class RigidConstraintSet:
             if want_hessian:
                 np.add.at(terms.hessian_diag, (every_world, self.actors[:, a]), local.hessian[:, :, a, a])
         if want_hessian and self.num_constrained_actors == 2:
-            terms.couplings.append(Coupling(self.actors[:, 0].copy(), self.actors[:, 1].copy(), local.hessian[:, :, 0, 1]))
+            pairs = self.actors.copy()
+            terms.couplings.append(Coupling(pairs[:, 0], pairs[:, 1], local.hessian[:, :, 0, 1]))
         return terms

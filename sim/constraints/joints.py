@@ -17,11 +17,12 @@ Only the transverse offset is constrained: combine with JointRotationTracking fo
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import numpy as np
 
 from .. import lie
-from .base import ALL_DOFS, TRANSLATION_DOFS, ConstraintKinematics, RigidConstraintSet, point_curvature, \
-    point_jacobian
+from .base import ALL_DOFS, TRANSLATION_DOFS, ConstraintKinematics, RigidConstraintSet, point_curvature, point_jacobian
 from .params import RigidPrismaticJointConstraintParams, RigidSphericalJointConstraintParams, finite_vector3
 
 
@@ -32,7 +33,7 @@ class RigidSphericalJointConstraints(RigidConstraintSet):
     params_type = RigidSphericalJointConstraintParams
     num_constrained_actors = 2
     actor_dofs = (ALL_DOFS, ALL_DOFS)
-    data_shapes = {"local_pos_a": (3,), "local_pos_b": (3,)}
+    data_shapes = MappingProxyType({"local_pos_a": (3,), "local_pos_b": (3,)})
 
     def _prepare(self, params, actors, com_position, rotation):
         data = {
@@ -41,7 +42,7 @@ class RigidSphericalJointConstraints(RigidConstraintSet):
         }
         return data, {}, {}
 
-    def _kinematics(self, com_position, rotation, targets, with_jacobian):
+    def _kinematics(self, com_position, rotation, targets, frozen, with_jacobian):
         c_a, r_a = self._gather(com_position, rotation, 0)
         c_b, r_b = self._gather(com_position, rotation, 1)
         arm_a = self._arm(r_a, self._data["local_pos_a"], 0)
@@ -61,20 +62,26 @@ class RigidSphericalJointConstraints(RigidConstraintSet):
 
 
 def frame_to_z(axis: np.ndarray) -> np.ndarray:
-    """(..., 3) unit vectors -> (..., 3, 3) rotations Q with Q axis = e_z: the minimal rotation about axis x e_z
-    (as the reference builds its prismatic ``localFrame``), exact at every angle, and a half turn about x first
-    when axis is close to -e_z."""
+    """(..., 3) unit vectors -> (..., 3, 3) rotations Q with Q axis = e_z.
+
+    As the reference's prismatic ``localFrame``: the minimal rotation about axis x e_z by the angle between them;
+    when the axis is within ~1e-6 rad of -e_z, a half turn about x (the reference's fallback), followed here by
+    the tiny minimal rotation that makes Q axis = e_z exact.
+    """
     axis = np.asarray(axis, dtype=np.float64)
-    flip = axis[..., 2] < 0.0
-    # Half turn about x maps (x, y, z) to (x, -y, -z); then the remaining rotation is at most 90 degrees.
-    a = np.where(flip[..., None], axis * np.array([1.0, -1.0, -1.0]), axis)
-    cross = np.stack([a[..., 1], -a[..., 0], np.zeros_like(a[..., 0])], axis=-1)  # a x e_z
+
+    def cross_z(v):
+        return np.stack([v[..., 1], -v[..., 0], np.zeros_like(v[..., 0])], axis=-1)  # v x e_z
+
+    half_turn_x = np.diag([1.0, -1.0, -1.0])
+    flip = (axis[..., 2] < 0.0) & (np.linalg.norm(cross_z(axis), axis=-1) < 1e-6)
+    a = np.where(flip[..., None], axis @ half_turn_x, axis)
+    cross = cross_z(a)
     sin = np.linalg.norm(cross, axis=-1)
     angle = np.arctan2(sin, a[..., 2])
-    # angle / sin -> 1 as the angle -> 0 (sin = sin(angle) since |a| = 1).
-    scale = np.where(sin > 1e-12, angle / np.where(sin > 1e-12, sin, 1.0), 1.0)
+    # Rotation vector = unit(cross) * angle; angle / sin -> 1 as the angle -> 0 (|a| = 1, so |cross| = sin(angle)).
+    scale = np.where(sin > 1e-300, angle / np.where(sin > 1e-300, sin, 1.0), 1.0)
     q = lie.exp_so3(scale[..., None] * cross)
-    half_turn_x = np.diag([1.0, -1.0, -1.0])
     return np.where(flip[..., None, None], q @ half_turn_x, q)
 
 
@@ -85,8 +92,8 @@ class RigidPrismaticJointConstraints(RigidConstraintSet):
     params_type = RigidPrismaticJointConstraintParams
     num_constrained_actors = 2
     actor_dofs = (ALL_DOFS, TRANSLATION_DOFS)
-    data_shapes = {"min": (), "max": ()}
-    world_data_shapes = {"frame": (3, 3), "reference_offset": (3,)}
+    data_shapes = MappingProxyType({"min": (), "max": ()})
+    world_data_shapes = MappingProxyType({"frame": (3, 3), "reference_offset": (3,)})
 
     def _prepare(self, params, actors, com_position, rotation):
         com_position, rotation = self._require_pose(com_position, rotation)
@@ -108,12 +115,12 @@ class RigidPrismaticJointConstraints(RigidConstraintSet):
         i = int(self._index(index))
         return float(self._data["min"][i]), float(self._data["max"][i])
 
-    def _kinematics(self, com_position, rotation, targets, with_jacobian):
+    def _kinematics(self, com_position, rotation, targets, frozen, with_jacobian):
         c_a, r_a = self._gather(com_position, rotation, 0)
         c_b, _ = self._gather(com_position, rotation, 1)
         u = c_b - c_a
-        p = self._world_data["frame"] @ np.swapaxes(r_a, -1, -2)  # Q R_A^T
-        s = np.einsum("wcij,wcj->wci", p, u) - self._world_data["reference_offset"]
+        p = frozen["frame"] @ np.swapaxes(r_a, -1, -2)  # Q R_A^T
+        s = np.einsum("wcij,wcj->wci", p, u) - frozen["reference_offset"]
         upper, lower = self._data["max"], self._data["min"]
         above, below = s[..., 2] > upper, s[..., 2] < lower
         travel = np.where(above, s[..., 2] - upper, np.where(below, s[..., 2] - lower, 0.0))

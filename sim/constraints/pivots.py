@@ -20,13 +20,27 @@ target a CoM-frame pose; ``target_transform_is_com_frame=True`` reproduces that.
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import numpy as np
 
 from .. import lie
-from .base import ALL_DOFS, ROTATION_DOFS, ConstraintKinematics, RigidConstraintSet, as_rotation_batch, \
-    as_vector_batch, point_curvature, point_jacobian
-from .params import RigidPivotPositionConstraintParams, RigidPivotRotationConstraintParams, \
-    RigidPivotToRigidTargetConstraintParams, finite_vector3
+from .base import (
+    ALL_DOFS,
+    ROTATION_DOFS,
+    ConstraintKinematics,
+    RigidConstraintSet,
+    as_rotation_batch,
+    as_vector_batch,
+    point_curvature,
+    point_jacobian,
+)
+from .params import (
+    RigidPivotPositionConstraintParams,
+    RigidPivotRotationConstraintParams,
+    RigidPivotToRigidTargetConstraintParams,
+    finite_vector3,
+)
 from .rotation_log import log_and_inverse_jacobian, log_hessian_contracted
 
 
@@ -51,8 +65,8 @@ class RigidPivotPositionConstraints(RigidConstraintSet):
     params_type = RigidPivotPositionConstraintParams
     num_constrained_actors = 1
     actor_dofs = (ALL_DOFS,)
-    data_shapes = {"local_position": (3,)}
-    target_shapes = {"position": (3,)}
+    data_shapes = MappingProxyType({"local_position": (3,)})
+    target_shapes = MappingProxyType({"position": (3,)})
 
     def _prepare(self, params, actors, com_position, rotation):
         data = {"local_position": finite_vector3(params.local_position, "local_position")}
@@ -66,13 +80,14 @@ class RigidPivotPositionConstraints(RigidConstraintSet):
         """Every constraint's target at once: (W, C, 3) [m] (vectorized control)."""
         positions = np.asarray(positions, dtype=np.float64)
         if positions.shape != self._targets["position"].shape or not np.all(np.isfinite(positions)):
-            raise ValueError(f"positions must be finite with shape {self._targets['position'].shape}, got {positions.shape}")
+            expected = self._targets["position"].shape
+            raise ValueError(f"positions must be finite with shape {expected}, got {positions.shape}")
         self._targets["position"] = positions.copy()
 
     def target_position(self, index: int) -> np.ndarray:
         return self._targets["position"][:, int(self._index(index))].copy()
 
-    def _kinematics(self, com_position, rotation, targets, with_jacobian):
+    def _kinematics(self, com_position, rotation, targets, frozen, with_jacobian):
         c, r = self._gather(com_position, rotation, 0)
         arm = self._arm(r, self._data["local_position"], 0)
         return _point_terms(c + arm - targets["position"], arm, with_jacobian)
@@ -85,8 +100,8 @@ class RigidPivotToRigidTargetConstraints(RigidConstraintSet):
     params_type = RigidPivotToRigidTargetConstraintParams
     num_constrained_actors = 1
     actor_dofs = (ALL_DOFS,)
-    data_shapes = {"local_position": (3,)}
-    target_shapes = {"rotation": (3, 3), "translation": (3,)}
+    data_shapes = MappingProxyType({"local_position": (3,)})
+    target_shapes = MappingProxyType({"rotation": (3, 3), "translation": (3,)})
 
     def __init__(self, com_local, num_worlds, *, exact_hessian=False, target_transform_is_com_frame=False):
         super().__init__(com_local, num_worlds, exact_hessian=exact_hessian)
@@ -103,7 +118,7 @@ class RigidPivotToRigidTargetConstraints(RigidConstraintSet):
         self._assign_target("rotation", index, rotation_matrix, worlds, as_rotation_batch)
         self._assign_target("translation", index, translation, worlds, as_vector_batch)
 
-    def _kinematics(self, com_position, rotation, targets, with_jacobian):
+    def _kinematics(self, com_position, rotation, targets, frozen, with_jacobian):
         c, r = self._gather(com_position, rotation, 0)
         local = self._data["local_position"]
         arm = self._arm(r, local, 0)
@@ -119,8 +134,8 @@ class RigidPivotRotationConstraints(RigidConstraintSet):
     params_type = RigidPivotRotationConstraintParams
     num_constrained_actors = 1
     actor_dofs = (ROTATION_DOFS,)
-    data_shapes = {"local_rotation": (3, 3)}
-    target_shapes = {"rotation": (3, 3)}
+    data_shapes = MappingProxyType({"local_rotation": (3, 3)})
+    target_shapes = MappingProxyType({"rotation": (3, 3)})
 
     def _prepare(self, params, actors, com_position, rotation):
         data = {"local_rotation": lie.exp_so3(finite_vector3(params.local_rotation, "local_rotation"))}
@@ -135,7 +150,7 @@ class RigidPivotRotationConstraints(RigidConstraintSet):
         w = self._worlds(worlds)
         self.set_target_rotation(index, lie.exp_so3(as_vector_batch(rotation_vector, w.size, "rotation_vector")), w)
 
-    def _kinematics(self, com_position, rotation, targets, with_jacobian):
+    def _kinematics(self, com_position, rotation, targets, frozen, with_jacobian):
         _, r = self._gather(com_position, rotation, 0)
         m = r @ self._data["local_rotation"][None] @ np.swapaxes(targets["rotation"], -1, -2)
         phi, jinv = log_and_inverse_jacobian(m)

@@ -93,20 +93,19 @@ class GridSdfCollider:
         u = (clamped - self.bounds_min) / self.cell_m
         base = np.clip(np.floor(u).astype(np.int64), 0, self.dims - 2)
         t = np.clip(u - base, 0.0, 1.0)  # (R, 3) local coordinates in the cell
-        corner = self._corner_values(base)  # (R, 2, 2, 2)
+        corner = self._corner_values(base).reshape(-1, 8)  # (R, 8), corner (a, b, c) at 4a + 2b + c
         # Per-axis weights w_a(0) = 1 - t_a, w_a(1) = t_a and their derivatives d w_a / d y_a = -+ 1/cell_a.
         w = np.stack([1.0 - t, t], axis=2)  # (R, 3, 2)
-        dw = np.broadcast_to(np.array([-1.0, 1.0]), w.shape) / self.cell_m[None, :, None]
+        dw = np.broadcast_to((np.array([-1.0, 1.0]) / self.cell_m[:, None])[None], w.shape)
+
+        def weights(fx, fy, fz):  # (R, 8) products fx[a] fy[b] fz[c] in corner order
+            return (fx[:, :, None, None] * fy[:, None, :, None] * fz[:, None, None, :]).reshape(-1, 8)
+
         wx, wy, wz = w[:, 0], w[:, 1], w[:, 2]
         dx, dy, dz = dw[:, 0], dw[:, 1], dw[:, 2]
-        value = np.einsum("rabc,ra,rb,rc->r", corner, wx, wy, wz)
+        value = np.einsum("rk,rk->r", corner, weights(wx, wy, wz))
         grad = np.stack(
-            [
-                np.einsum("rabc,ra,rb,rc->r", corner, dx, wy, wz),
-                np.einsum("rabc,ra,rb,rc->r", corner, wx, dy, wz),
-                np.einsum("rabc,ra,rb,rc->r", corner, wx, wy, dz),
-            ],
-            axis=1,
+            [np.einsum("rk,rk->r", corner, weights(*f)) for f in ((dx, wy, wz), (wx, dy, wz), (wx, wy, dz))], axis=1
         )
         safe_out = np.where(out_dist > 0.0, out_dist, 1.0)
         out_unit = out_vec / safe_out[:, None]
@@ -114,9 +113,7 @@ class GridSdfCollider:
         grad = np.where(is_clamped, out_unit, grad)
         hess = None
         if want_hessian:
-            hxy = np.einsum("rabc,ra,rb,rc->r", corner, dx, dy, wz)
-            hxz = np.einsum("rabc,ra,rb,rc->r", corner, dx, wy, dz)
-            hyz = np.einsum("rabc,ra,rb,rc->r", corner, wx, dy, dz)
+            hxy, hxz, hyz = (np.einsum("rk,rk->r", corner, weights(*f)) for f in ((dx, dy, wz), (dx, wy, dz), (wx, dy, dz)))
             zero = np.zeros_like(hxy)
             h_grid = np.stack([zero, hxy, hxz, hxy, zero, hyz, hxz, hyz, zero], axis=1).reshape(-1, 3, 3)
             free = (~is_clamped).astype(np.float64)

@@ -34,6 +34,8 @@ class DofLoads:
         num_worlds, num_bodies = com_position.shape[:2]
         terms = PotentialTerms.zeros(num_worlds, num_bodies, want_hessian)
         load = np.where(ctx.model.bodies.is_static[None, :, None], 0.0, ctx.external_force)
+        if not np.any(load):
+            return terms
         theta = lie.log_so3(rotation @ np.swapaxes(ctx.rotation0, -1, -2))
         terms.energy = -np.einsum("wni,wni->w", load[..., :3], com_position) - np.einsum(
             "wni,wni->w", load[..., 3:], theta
