@@ -12,12 +12,6 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-# Characteristic acceleration (m/s^2) of the per-actor residual weights: a residual equal to the body's weight
-# (m * 9.8 N) has weighted norm 1, whatever the scene's gravity. The reference's exact weights were not read
-# (digest 4, [INF]); this is the scale the digest names.
-RESIDUAL_WEIGHT_ACCELERATION = 9.8
-
-
 @dataclass(frozen=True)
 class Bodies:
     """Per-actor arrays, N actors (static ones included), body frame = CoM frame with the actor's local axes."""
@@ -29,8 +23,6 @@ class Bodies:
     is_static: np.ndarray  # (N,) bool
     has_gravity: np.ndarray  # (N,) bool
     newton_euler: np.ndarray  # (N,) bool, experimental Newton-Euler inertia
-    force_weight: np.ndarray  # (N,) 1/N^2, per-actor convergence weight of translational residuals
-    torque_weight: np.ndarray  # (N,) 1/(N m)^2, per-actor convergence weight of rotational residuals
     static_pivot: np.ndarray  # (N, 3) m, local point where a static actor's implied velocity is measured
 
     @property
@@ -51,10 +43,6 @@ def compile_bodies(records) -> Bodies:
     second = np.array([r.second_moment for r in records], dtype=np.float64).reshape(n, 3, 3)
     inertia = np.trace(second, axis1=1, axis2=2)[:, None, None] * np.eye(3) - second
     is_static = np.array([r.is_static for r in records], dtype=bool).reshape(n)
-    safe_mass = np.where(mass > 0, mass, 1.0)
-    # Torque scale: weight x radius of gyration L = sqrt(tr(I) / (2 m)) (the half size for a cube).
-    length = np.sqrt(np.maximum(np.trace(inertia, axis1=1, axis2=2), 1e-300) / (2.0 * safe_mass))
-    force_scale = safe_mass * RESIDUAL_WEIGHT_ACCELERATION
     return Bodies(
         mass=mass,
         second_moment=np.where(is_static[:, None, None], 0.0, second),
@@ -63,10 +51,31 @@ def compile_bodies(records) -> Bodies:
         is_static=is_static,
         has_gravity=np.array([r.has_gravity for r in records], dtype=bool).reshape(n),
         newton_euler=np.array([r.newton_euler for r in records], dtype=bool).reshape(n),
-        force_weight=1.0 / force_scale**2,
-        torque_weight=1.0 / (force_scale * length) ** 2,
         static_pivot=np.array([r.static_pivot for r in records], dtype=np.float64).reshape(n, 3),
     )
+
+
+def convergence_weights(bodies: Bodies, rotation: np.ndarray, gravity: np.ndarray):
+    """Per-actor residual weights of PER_ACTOR_WEIGHTED convergence (the reference's rule, measured on the fp64
+    build: tools/reference_runs/convergence_weights.py, agreement 1e-10).
+
+    a_ref = max(1, |g|); force weight 1/(m a_ref)^2 on the 3 translational DoFs; rotational DoF i weight 1/tau_i^2
+    with tau_i = a_ref sqrt(m) (sqrt(R I R^T))_ii, the principal square root of the world inertia. A non-positive
+    scale gets weight 1. So a body at rest under gravity has weighted residual exactly 1.
+
+    Returns force_weight (N,) and torque_weight (W, N, 3), from the rotations (W, N, 3, 3) at step start.
+    """
+    a_ref = max(1.0, float(np.linalg.norm(gravity)))
+    mass = bodies.mass
+    force_scale = mass * a_ref
+    force_weight = np.where(force_scale > 0, 1.0 / np.where(force_scale > 0, force_scale, 1.0) ** 2, 1.0)
+    # sqrt(R I R^T) = R sqrt(I) R^T; sqrt(I) from the local eigen-decomposition (I is constant per body).
+    vals, vecs = np.linalg.eigh(bodies.inertia)
+    sqrt_local = (vecs * np.sqrt(np.maximum(vals, 0.0))[:, None, :]) @ np.swapaxes(vecs, -1, -2)
+    sqrt_world_diag = np.einsum("wnij,njk,wnik->wni", rotation, sqrt_local, rotation)
+    tau = a_ref * np.sqrt(np.maximum(mass, 0.0))[None, :, None] * sqrt_world_diag
+    torque_weight = np.where(tau > 0, 1.0 / np.where(tau > 0, tau, 1.0) ** 2, 1.0)
+    return force_weight, torque_weight
 
 
 @dataclass

@@ -50,12 +50,12 @@ def evaluate_potentials(potentials, ctx, com_position, rotation, want_hessian) -
     return total
 
 
-def _actor_residuals(gradient: np.ndarray, bodies) -> np.ndarray:
-    """rho_a = sqrt(w_f |r_trans|^2 + w_t |r_rot|^2) per world and actor, (W, N)."""
+def _actor_residuals(gradient: np.ndarray, ctx) -> np.ndarray:
+    """rho_a = sqrt(sum_j w_aj r_aj^2) per world and actor, (W, N) (digest 4; weights in model.convergence_weights)."""
     f2 = np.einsum("wni,wni->wn", gradient[..., :3], gradient[..., :3])
-    t2 = np.einsum("wni,wni->wn", gradient[..., 3:], gradient[..., 3:])
-    rho = np.sqrt(bodies.force_weight * f2 + bodies.torque_weight * t2)
-    return np.where(bodies.is_static, 0.0, rho)
+    t2 = np.einsum("wni,wni->wn", ctx.torque_weight, gradient[..., 3:] ** 2)
+    rho = np.sqrt(ctx.force_weight * f2 + t2)
+    return np.where(ctx.model.bodies.is_static, 0.0, rho)
 
 
 def _residual_norm(gradient: np.ndarray) -> np.ndarray:
@@ -148,7 +148,7 @@ def newton_solve(potentials, ctx: StageContext, com_position, rotation, params: 
         return res
 
     terms = evaluate(c, rot, project_always)
-    rho0 = _actor_residuals(terms.gradient, bodies)
+    rho0 = _actor_residuals(terms.gradient, ctx)
     norm0 = _residual_norm(terms.gradient)
     dyn = ~bodies.is_static
 
@@ -159,7 +159,7 @@ def newton_solve(potentials, ctx: StageContext, com_position, rotation, params: 
             if it > 0:
                 ok |= nrm <= params.rel_tol * norm0
             return ok
-        rho = _actor_residuals(terms_now.gradient, bodies)
+        rho = _actor_residuals(terms_now.gradient, ctx)
         ok = rho <= params.abs_tol
         if it > 0:
             ok |= rho <= params.rel_tol * rho0
@@ -221,7 +221,7 @@ def newton_solve(potentials, ctx: StageContext, com_position, rotation, params: 
         iterations=iterations,
         line_search_iterations=ls_iters,
         residual_norm=_residual_norm(terms.gradient),
-        actor_residual=_actor_residuals(terms.gradient, bodies),
+        actor_residual=_actor_residuals(terms.gradient, ctx),
         assembly_time=t_asm,
         solve_time=t_solve,
         line_search_time=t_ls,

@@ -92,28 +92,30 @@ class GridSdfCollider:
         is_clamped = out_vec != 0.0  # (R, 3) axes in which the point is outside the box
         u = (clamped - self.bounds_min) / self.cell_m
         base = np.clip(np.floor(u).astype(np.int64), 0, self.dims - 2)
-        t = np.clip(u - base, 0.0, 1.0)  # (R, 3) local coordinates in the cell
-        corner = self._corner_values(base).reshape(-1, 8)  # (R, 8), corner (a, b, c) at 4a + 2b + c
-        # Per-axis weights w_a(0) = 1 - t_a, w_a(1) = t_a and their derivatives d w_a / d y_a = -+ 1/cell_a.
-        w = np.stack([1.0 - t, t], axis=2)  # (R, 3, 2)
-        dw = np.broadcast_to((np.array([-1.0, 1.0]) / self.cell_m[:, None])[None], w.shape)
+        tx, ty, tz = np.clip(u - base, 0.0, 1.0).T  # local coordinates in the cell, component-major
+        hx, hy, hz = self.cell_m
+        c = self._corner_values(base)  # (2, 2, 2, R): corner (a, b, c) of the cell
 
-        def weights(fx, fy, fz):  # (R, 8) products fx[a] fy[b] fz[c] in corner order
-            return (fx[:, :, None, None] * fy[:, None, :, None] * fz[:, None, None, :]).reshape(-1, 8)
+        def lerp(v, s):  # along the leading axis of a (2, ...) stack
+            return v[0] + (v[1] - v[0]) * s
 
-        wx, wy, wz = w[:, 0], w[:, 1], w[:, 2]
-        dx, dy, dz = dw[:, 0], dw[:, 1], dw[:, 2]
-        value = np.einsum("rk,rk->r", corner, weights(wx, wy, wz))
-        grad = np.stack(
-            [np.einsum("rk,rk->r", corner, weights(*f)) for f in ((dx, wy, wz), (wx, dy, wz), (wx, wy, dz))], axis=1
-        )
+        # Successive linear interpolations in x, y, z; a derivative replaces a lerp by a difference / cell.
+        cx = lerp(c, tx)  # (2, 2, R) over (b, c)
+        dcx = (c[1] - c[0]) / hx
+        cxy = lerp(cx, ty)  # (2, R) over c
+        value = lerp(cxy, tz)
+        grad = np.stack([lerp(lerp(dcx, ty), tz), lerp((cx[1] - cx[0]) / hy, tz), (cxy[1] - cxy[0]) / hz], axis=1)
         safe_out = np.where(out_dist > 0.0, out_dist, 1.0)
         out_unit = out_vec / safe_out[:, None]
         phi = value + out_dist
         grad = np.where(is_clamped, out_unit, grad)
         hess = None
         if want_hessian:
-            hxy, hxz, hyz = (np.einsum("rk,rk->r", corner, weights(*f)) for f in ((dx, dy, wz), (dx, wy, dz), (wx, dy, dz)))
+            hxy = lerp((dcx[1] - dcx[0]) / hy, tz)
+            dcx_y = lerp(dcx, ty)
+            hxz = (dcx_y[1] - dcx_y[0]) / hz
+            dcy = (cx[1] - cx[0]) / hy
+            hyz = (dcy[1] - dcy[0]) / hz
             zero = np.zeros_like(hxy)
             h_grid = np.stack([zero, hxy, hxz, hxy, zero, hyz, hxz, hyz, zero], axis=1).reshape(-1, 3, 3)
             free = (~is_clamped).astype(np.float64)
@@ -125,11 +127,11 @@ class GridSdfCollider:
         return SdfValues(phi.reshape(shape), grad.reshape(shape + (3,)), hess)
 
     def _corner_values(self, base: np.ndarray) -> np.ndarray:
+        """(2, 2, 2, R) values at the 8 corners of each point's cell (C-order flat layout, z fastest)."""
         ny, nz = int(self.dims[1]), int(self.dims[2])
-        flat = self.values.ravel()
         offsets = np.array([(a * ny + b) * nz + c for a in (0, 1) for b in (0, 1) for c in (0, 1)], dtype=np.int64)
         index0 = (base[:, 0] * ny + base[:, 1]) * nz + base[:, 2]
-        return flat[index0[:, None] + offsets[None, :]].reshape(-1, 2, 2, 2)
+        return self.values.ravel()[offsets[:, None] + index0[None, :]].reshape(2, 2, 2, -1)
 
 
 def rigid_actor_sdf_padding(contact: ContactParams) -> float:

@@ -273,12 +273,12 @@ class ContactPotential:
         self, ctx: StageContext, com_position: np.ndarray, rotation: np.ndarray, want_hessian: bool
     ) -> PotentialTerms:
         rows = self._rows(ctx, com_position, rotation, want_hessian)
-        return assemble_rigid_contact(rows, com_position.shape[0], self.num_bodies, self._coupling_slots, want_hessian)
+        return assemble_rigid_contact(rows, np.shape(com_position)[0], self.num_bodies, self._coupling_slots, want_hessian)
 
     def contact_report(self, ctx: StageContext, com_position: np.ndarray, rotation: np.ndarray) -> ContactReport:
         """Per-body contact wrench and the active contact points at the iterate (no Hessian work)."""
         rows = self._rows(ctx, com_position, rotation, want_hessian=False)
-        terms = assemble_rigid_contact(rows, com_position.shape[0], self.num_bodies, self._coupling_slots, False)
+        terms = assemble_rigid_contact(rows, np.shape(com_position)[0], self.num_bodies, self._coupling_slots, False)
         points = ContactPoints(
             world=rows.world,
             actor_a=rows.body_a,

@@ -70,6 +70,9 @@ class StageContext:
     # Offset forces (force at a body-frame offset from the CoM): (W, N, K, 3) forces and (N, K, 3) offsets.
     offset_force: np.ndarray | None = None
     offset_local: np.ndarray | None = None
+    # Per-actor convergence weights (model.convergence_weights): (N,) force and (W, N, 3) torque.
+    force_weight: np.ndarray | None = None
+    torque_weight: np.ndarray | None = None
     # (W,) indices of these worlds in the scene's batch, for potentials holding per-world data (targets).
     world_index: np.ndarray | None = None
 
