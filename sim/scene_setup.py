@@ -95,7 +95,8 @@ def build_actor_record(params: RigidActorParams):
             )
         mass, density, volume, com, second = 0.0, 0.0, 0.0, np.zeros(3), np.zeros((3, 3))
         lo, hi = p.shape.aabb()
-        pivot = np.where(np.isfinite(lo) & np.isfinite(hi), 0.5 * (lo + hi), 0.0)
+        bounded = np.isfinite(lo) & np.isfinite(hi)  # a plane is unbounded along its tangents
+        pivot = np.where(bounded, 0.5 * (np.where(bounded, lo, 0.0) + np.where(bounded, hi, 0.0)), 0.0)
     else:
         if not p.shape.has_surface_mesh:
             raise ValueError(

@@ -124,7 +124,9 @@ def test_penalty_closed_form_of_the_resting_cube():
 
 
 @pytest.mark.parametrize("model", list(CoulombFrictionModel))
-@pytest.mark.parametrize("x_over_t", [1e-3, 0.4, 0.999, 1.001, 3.0], ids=["stick0", "stick", "below-t", "above-t", "slip"])
+@pytest.mark.parametrize(
+    "x_over_t", [1e-3, 0.4, 0.999, 1.001, 3.0], ids=["stick0", "stick", "below-t", "above-t", "slip"]
+)
 def test_friction_smoothers_match_finite_differences(model, x_over_t):
     t = 2e-4
     x = x_over_t * t
@@ -177,7 +179,9 @@ def _fd_jacobian(grad, y, h):
     return out
 
 
-@pytest.mark.parametrize("depth", [-DELTA + 1e-5, 0.0, 0.002, 0.004 + 1e-5, 0.02], ids=["touching", "surface", "ramp", "ramp-top", "deep"])
+@pytest.mark.parametrize(
+    "depth", [-DELTA + 1e-5, 0.0, 0.002, 0.004 + 1e-5, 0.02], ids=["touching", "surface", "ramp", "ramp-top", "deep"]
+)
 def test_penalty_energy_matches_finite_differences_on_a_curved_collider(depth):
     sphere = SphereCollider([0.1, -0.2, 0.3], 0.5)
     rng = np.random.default_rng(3)
@@ -191,8 +195,10 @@ def test_penalty_energy_matches_finite_differences_on_a_curved_collider(depth):
 
     t = terms(y)
     h = 1e-6 * EPS  # positions vary on the ramp scale
-    np.testing.assert_allclose(t.grad, _fd_gradient(lambda q: terms(q, False).energy, y, h), rtol=1e-5, atol=1e-9 * (1 + np.abs(t.grad).max()))
-    np.testing.assert_allclose(t.hessian, _fd_jacobian(lambda q: terms(q, False).grad, y, h), rtol=1e-5, atol=1e-6 * (1 + np.abs(t.hessian).max()))
+    fd_grad = _fd_gradient(lambda q: terms(q, False).energy, y, h)
+    fd_hess = _fd_jacobian(lambda q: terms(q, False).grad, y, h)
+    np.testing.assert_allclose(t.grad, fd_grad, rtol=1e-5, atol=1e-9 * (1 + np.abs(t.grad).max()))
+    np.testing.assert_allclose(t.hessian, fd_hess, rtol=1e-5, atol=1e-6 * (1 + np.abs(t.hessian).max()))
     assert np.linalg.norm(t.grad) > 0
     np.testing.assert_allclose(t.load, -np.einsum("ri,ri->r", t.grad, sphere.evaluate(y).grad))  # dW/dY = -lambda G
 
@@ -219,8 +225,10 @@ def test_dissipation_matches_finite_differences(model, slip_over_t):
     dp = slip_over_t * t * tangent + 3e-4 * rng.normal(size=(5, 1)) * normal
     d = _dissipation(dp, fitted=False, model=model)
     h = 1e-6 * t
-    np.testing.assert_allclose(d.grad, _fd_gradient(lambda q: _dissipation(q, False, model, False).energy, dp, h), rtol=1e-5, atol=1e-8 * np.abs(d.grad).max())
-    np.testing.assert_allclose(d.hessian, _fd_jacobian(lambda q: _dissipation(q, False, model, False).grad, dp, h), rtol=1e-5, atol=1e-6 * np.abs(d.hessian).max())
+    fd_grad = _fd_gradient(lambda q: _dissipation(q, False, model, False).energy, dp, h)
+    fd_hess = _fd_jacobian(lambda q: _dissipation(q, False, model, False).grad, dp, h)
+    np.testing.assert_allclose(d.grad, fd_grad, rtol=1e-5, atol=1e-8 * np.abs(d.grad).max())
+    np.testing.assert_allclose(d.hessian, fd_hess, rtol=1e-5, atol=1e-6 * np.abs(d.hessian).max())
     assert np.linalg.norm(d.grad) > 0
     # Fitted Hessian: mu lam f'/x on the whole tangent plane; same normal part; PSD.
     fitted = _dissipation(dp, fitted=True, model=model)
@@ -240,7 +248,8 @@ def test_dissipation_at_zero_slip_is_isotropic():
     expected = 700.0 * ((0.5 * 2 / t + 30.0) * proj + 20.0 * np.outer(normal, normal))
     np.testing.assert_allclose(d.hessian[0], expected, rtol=1e-12)
     with pytest.raises(ValueError):
-        dissipation_energy(np.zeros((1, 3)), np.array([[0, 1.0, 0]]), np.ones(1), 0.5, 0, 0, 0.01, 0.0, "C1_REGULARIZED", False)
+        dissipation_energy(np.zeros((1, 3)), np.array([[0, 1.0, 0]]), np.ones(1), 0.5, 0, 0, 0.01, 0.0,
+                           "C1_REGULARIZED", False)  # stage_dt = 0
 
 
 def test_alignment_gate_and_dissipation_normal():
@@ -356,7 +365,8 @@ def test_grid_layout_x_slowest_z_fastest_reproduces_linear_fields():
 
 def test_grid_field_derivatives_inside_and_outside_the_grid():
     v, t = box_mesh([0.2, 0.25, 0.3])
-    grid = build_grid_sdf(v, t, GridSdfParams(resolution_mode=SdfResolutionMode.EXPLICIT, resolution_delta=(0.07,) * 3), padding=0.05)
+    params = GridSdfParams(resolution_mode=SdfResolutionMode.EXPLICIT, resolution_delta=(0.07,) * 3)
+    grid = build_grid_sdf(v, t, params, padding=0.05)
     rng = np.random.default_rng(6)
     inside = rng.uniform(-0.33, 0.33, size=(30, 3))
     outside = rng.uniform(-0.6, 0.6, size=(30, 3))
@@ -393,7 +403,8 @@ def test_grid_resolution_modes_and_padding_rule():
     for mode, cells in cases.items():
         grid = build_grid_sdf(v, t, GridSdfParams(resolution_mode=mode), padding=pad)
         assert grid.values.shape == (cells + 1,) * 3, mode
-    fine = build_grid_sdf(v, t, GridSdfParams(resolution_mode=SdfResolutionMode.EXPLICIT, resolution_delta=(0.03, 0.05, 0.1)), padding=pad)
+    explicit = GridSdfParams(resolution_mode=SdfResolutionMode.EXPLICIT, resolution_delta=(0.03, 0.05, 0.1))
+    fine = build_grid_sdf(v, t, explicit, padding=pad)
     assert fine.values.shape == (math.ceil(size / 0.03) + 1, math.ceil(size / 0.05) + 1, 7)
     assert np.all(fine.bounds_min < -0.2 - pad) and np.all(fine.bounds_min > -0.2 - pad - 1e-12)
     assert fine.is_mesh_closed
@@ -479,8 +490,10 @@ def test_combine_contact_params_rules():
         assert p.colliding_penalty_length_scale == 0.5
     patched = combine_contact_params(colliding, collider, True,
                                      ContactPairParamsOverride(penalty_coefficient=12, coulomb_friction_coefficient=0))
-    assert (patched.penalty_coefficient, patched.coulomb_friction_coefficient, patched.viscous_friction_coefficient) == (12, 0, 6.0)
-    assert combine_contact_params(ContactParams(coulomb_friction_coefficient=0), collider, False).coulomb_friction_coefficient == 0
+    assert patched.penalty_coefficient == 12 and patched.coulomb_friction_coefficient == 0
+    assert patched.viscous_friction_coefficient == 6.0  # not overridden: still the geometric mean
+    frictionless = combine_contact_params(ContactParams(coulomb_friction_coefficient=0), collider, False)
+    assert frictionless.coulomb_friction_coefficient == 0
     with pytest.raises(TypeError):
         combine_contact_params(colliding, collider, True, override={"penalty_coefficient": 1})
 

@@ -118,7 +118,8 @@ def fd_check(pot, ctx, com, rot, bodies, check_hessian=True):
     fd_grad, fd_hess = np.zeros_like(grad), np.zeros_like(hess)
     for i in bodies:
         for k in range(6):
-            plus, minus = pot.evaluate(ctx, *perturb(com, rot, i, k, FD_STEP), False), pot.evaluate(ctx, *perturb(com, rot, i, k, -FD_STEP), False)
+            plus = pot.evaluate(ctx, *perturb(com, rot, i, k, FD_STEP), False)
+            minus = pot.evaluate(ctx, *perturb(com, rot, i, k, -FD_STEP), False)
             fd_grad[:, 6 * i + k] = (plus.energy - minus.energy) / (2 * FD_STEP)
             fd_hess[:, :, 6 * i + k] = (plus.gradient - minus.gradient).reshape(w, -1) / (2 * FD_STEP)
     for i in bodies:  # remove the BCH term of left perturbations (see module docstring)
@@ -225,7 +226,8 @@ def test_mesh_vs_mesh_sdf_both_directions():
 def test_default_mode_penalty_is_an_exact_potential(name):
     collider = ground_colliders()[name]
     config = ContactEvalConfig(exact_geometric_hessian=True)
-    pot, ctx, com, rot = two_body_setup(collider, FRICTIONLESS, name == "plane", np.random.default_rng(14), config=config)
+    static = name == "plane"
+    pot, ctx, com, rot = two_body_setup(collider, FRICTIONLESS, static, np.random.default_rng(14), config=config)
     fd_check(pot, ctx, com, rot, bodies=[0] if name == "plane" else [0, 1])
 
 
@@ -234,7 +236,8 @@ def test_default_mode_dissipation_on_a_plane_is_exact_without_fading():
     normal are then exact, so the default residual is the gradient (fading would add rotation dependence)."""
     config = ContactEvalConfig(fade_friction=False, fitted_friction_hessian=False, exact_geometric_hessian=True)
     for params in (FRICTION, STICKY):
-        pot, ctx, com, rot = two_body_setup(ground_colliders()["plane"], params, True, np.random.default_rng(15), config=config)
+        rng = np.random.default_rng(15)
+        pot, ctx, com, rot = two_body_setup(ground_colliders()["plane"], params, True, rng, config=config)
         fd_check(pot, ctx, com, rot, bodies=[0])
 
 
@@ -301,7 +304,8 @@ def test_worlds_are_independent():
     pot, ctx, com, rot = two_body_setup(ground_colliders()["sdf"], FRICTION, False, np.random.default_rng(18), worlds=3)
     batched = pot.evaluate(ctx, com, rot, True)
     for w in range(3):
-        one = pot.evaluate(make_ctx(ctx.com_position0[w:w + 1], ctx.rotation0[w:w + 1]), com[w:w + 1], rot[w:w + 1], True)
+        ctx_w = make_ctx(ctx.com_position0[w:w + 1], ctx.rotation0[w:w + 1])
+        one = pot.evaluate(ctx_w, com[w:w + 1], rot[w:w + 1], True)
         np.testing.assert_allclose(batched.energy[w], one.energy[0], rtol=1e-13)
         np.testing.assert_allclose(batched.gradient[w], one.gradient[0], rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(batched.hessian_diag[w], one.hessian_diag[0], rtol=1e-12, atol=1e-9)
@@ -399,7 +403,8 @@ def test_input_validation():
     with pytest.raises(ValueError, match="is_static"):
         ContactPotential(**{**kwargs, "is_static": [False]})
     with pytest.raises(ValueError, match="no surface samples"):
-        ContactPotential(**{**kwargs, "pairs": [ContactPair(1, 0, ContactParams())], "colliders": plane + [BodyCollider(0, plane[0].collider)]})
+        both = plane + [BodyCollider(0, plane[0].collider)]
+        ContactPotential(**{**kwargs, "pairs": [ContactPair(1, 0, ContactParams())], "colliders": both})
     with pytest.raises(ValueError, match="no collider"):
         ContactPotential(**{**kwargs, "colliders": []})
     with pytest.raises(ValueError, match="more than one collider"):
@@ -407,9 +412,11 @@ def test_input_validation():
     with pytest.raises(ValueError, match="duplicate"):
         ContactPotential(**{**kwargs, "pairs": pair + pair})
     with pytest.raises(ValueError, match="different bodies"):
-        ContactPotential(**{**kwargs, "pairs": [ContactPair(0, 0, ContactParams())], "colliders": [BodyCollider(0, plane[0].collider)]})
+        self_pair = [ContactPair(0, 0, ContactParams())]
+        ContactPotential(**{**kwargs, "pairs": self_pair, "colliders": [BodyCollider(0, plane[0].collider)]})
     with pytest.raises(ValueError, match="must match"):
-        ContactPotential(**{**kwargs, "samples": ContactSamples(samples.points, samples.weights[:-1], samples.normals, samples.body)})
+        short = ContactSamples(samples.points, samples.weights[:-1], samples.normals, samples.body)
+        ContactPotential(**{**kwargs, "samples": short})
     with pytest.raises(TypeError):
         ContactPotential(**{**kwargs, "colliders": [BodyCollider(1, object())]})
     pot, ctx, com, rot = resting_cube()

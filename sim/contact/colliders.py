@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import enum
 import math
-from typing import NamedTuple
 
 import numpy as np
 
@@ -100,7 +99,8 @@ def resolve_collider_type(requested, shape_kind, is_static: bool) -> ColliderTyp
         raise ValueError("polyline shapes are rod geometry: they cannot be rigid-actor colliders")
     resolved = requested
     if requested is ColliderType.AUTO:
-        resolved = {ShapeKind.PLANE: ColliderType.PLANE, ShapeKind.SPHERE: ColliderType.SPHERE}.get(kind, ColliderType.SDF)
+        implicit = {ShapeKind.PLANE: ColliderType.PLANE, ShapeKind.SPHERE: ColliderType.SPHERE}
+        resolved = implicit.get(kind, ColliderType.SDF)
     if resolved is ColliderType.POINT_CLOUD:
         raise ValueError("ColliderType.POINT_CLOUD is not supported for rigid actors (shells and rods only)")
     if kind is ShapeKind.PLANE and resolved not in (ColliderType.PLANE, ColliderType.NONE):

@@ -43,7 +43,7 @@ class GridSdfCollider:
     def __init__(self, values, bounds_min, bounds_max, negative_value_bounds=None, is_mesh_closed: bool = True):
         vals = np.asarray(values, dtype=np.float64)
         if vals.ndim != 3 or min(vals.shape) < 2:
-            raise ValueError(f"GridSdfCollider: values must have shape (nx, ny, nz) with every n >= 2, got {vals.shape}")
+            raise ValueError(f"GridSdfCollider: values must have shape (nx, ny, nz), every n >= 2; got {vals.shape}")
         if not np.all(np.isfinite(vals)):
             raise ValueError("GridSdfCollider: values must be finite")
         lo = np.asarray(bounds_min, dtype=np.float64).reshape(3)
@@ -121,7 +121,8 @@ class GridSdfCollider:
             free = (~is_clamped).astype(np.float64)
             h_grid = h_grid * free[:, :, None] * free[:, None, :]
             clamp_f = is_clamped.astype(np.float64)
-            h_out = (np.eye(3) * clamp_f[:, None, :] - out_unit[:, :, None] * out_unit[:, None, :]) / safe_out[:, None, None]
+            h_out = np.eye(3) * clamp_f[:, None, :] - out_unit[:, :, None] * out_unit[:, None, :]
+            h_out = h_out / safe_out[:, None, None]
             h_out = np.where((out_dist > 0.0)[:, None, None], h_out * clamp_f[:, :, None], 0.0)
             hess = (h_grid + h_out).reshape(shape + (3, 3))
         return SdfValues(phi.reshape(shape), grad.reshape(shape + (3,)), hess)

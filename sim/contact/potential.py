@@ -220,8 +220,9 @@ class ContactPotential:
         for item in pairs:
             if not isinstance(item, ContactPair) or not isinstance(item.params, ContactParams):
                 raise TypeError(f"pairs must be ContactPair items with ContactParams, got {item!r}")
-        pa = _check_index("pair colliding_body", np.array([x.colliding_body for x in pairs], dtype=np.int64), self.num_bodies)
-        pb = _check_index("pair collider_body", np.array([x.collider_body for x in pairs], dtype=np.int64), self.num_bodies)
+        n = self.num_bodies
+        pa = _check_index("pair colliding_body", np.array([x.colliding_body for x in pairs], dtype=np.int64), n)
+        pb = _check_index("pair collider_body", np.array([x.collider_body for x in pairs], dtype=np.int64), n)
         if np.any(pa == pb):
             raise ValueError("a contact pair needs two different bodies (rigid self-contact is not supported)")
         if len({(int(a), int(b)) for a, b in zip(pa, pb)}) != p:
@@ -273,7 +274,8 @@ class ContactPotential:
         self, ctx: StageContext, com_position: np.ndarray, rotation: np.ndarray, want_hessian: bool
     ) -> PotentialTerms:
         rows = self._rows(ctx, com_position, rotation, want_hessian)
-        return assemble_rigid_contact(rows, np.shape(com_position)[0], self.num_bodies, self._coupling_slots, want_hessian)
+        num_worlds = np.shape(com_position)[0]
+        return assemble_rigid_contact(rows, num_worlds, self.num_bodies, self._coupling_slots, want_hessian)
 
     def contact_report(self, ctx: StageContext, com_position: np.ndarray, rotation: np.ndarray) -> ContactReport:
         """Per-body contact wrench and the active contact points at the iterate (no Hessian work)."""
@@ -436,6 +438,6 @@ class ContactPotential:
         gnorm = np.linalg.norm(G, axis=1)
         n_world = np.einsum("rij,rj->ri", rb, G / np.where(gnorm > 0, gnorm, 1.0)[:, None])
         return ContactRows(
-            world=w, pair=p, body_a=a, body_b=b, sample=s, weight=weight, x=x, r=x - com[w, a], u=x - com[w, b], phi=phi,
-            normal_world=n_world, energy=weight * energy, g=g, h=h, exact_hessian=exact,
+            world=w, pair=p, body_a=a, body_b=b, sample=s, weight=weight, x=x, r=x - com[w, a], u=x - com[w, b],
+            phi=phi, normal_world=n_world, energy=weight * energy, g=g, h=h, exact_hessian=exact,
         )

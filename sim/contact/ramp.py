@@ -70,7 +70,8 @@ def coerce_friction_model(model) -> CoulombFrictionModel:
     name = model.name if isinstance(model, enum.Enum) else model
     if isinstance(name, str) and name.upper() in CoulombFrictionModel.__members__:
         return CoulombFrictionModel[name.upper()]
-    raise ValueError(f"unknown Coulomb friction model {model!r}; expected one of {list(CoulombFrictionModel.__members__)}")
+    expected = list(CoulombFrictionModel.__members__)
+    raise ValueError(f"unknown Coulomb friction model {model!r}; expected one of {expected}")
 
 
 def poly_relu(x, t, shift) -> RampValues:

@@ -96,7 +96,8 @@ def assemble_rigid_contact(
     terms = PotentialTerms.zeros(num_worlds, n, want_hessian)
     num_slots = slots.body_a.shape[0]
     if want_hessian and num_slots:
-        terms.couplings.append(Coupling(slots.body_a.copy(), slots.body_b.copy(), np.zeros((num_worlds, num_slots, 6, 6))))
+        block = np.zeros((num_worlds, num_slots, 6, 6))
+        terms.couplings.append(Coupling(slots.body_a.copy(), slots.body_b.copy(), block))
     if rows.world.size == 0:
         return terms
     terms.energy[:] = np.bincount(rows.world, weights=rows.energy, minlength=num_worlds)

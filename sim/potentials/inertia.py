@@ -19,9 +19,21 @@ from .base import PotentialTerms, StageContext
 
 
 def project_psd_3x3(h: np.ndarray) -> np.ndarray:
-    """Clamp negative eigenvalues of symmetric (..., 3, 3) blocks to zero."""
-    vals, vecs = np.linalg.eigh(h)
-    return (vecs * np.maximum(vals, 0.0)[..., None, :]) @ np.swapaxes(vecs, -1, -2)
+    """Clamp negative eigenvalues of symmetric (..., 3, 3) blocks to zero.
+
+    Blocks that are already positive definite (Sylvester: all leading minors > 0) are returned as they are; only
+    the others go through the eigen-decomposition, which dominates the cost otherwise.
+    """
+    m1 = h[..., 0, 0]
+    m2 = h[..., 0, 0] * h[..., 1, 1] - h[..., 0, 1] * h[..., 1, 0]
+    m3 = np.linalg.det(h)
+    bad = ~((m1 > 0) & (m2 > 0) & (m3 > 0))
+    if not np.any(bad):
+        return h
+    out = h.copy()
+    vals, vecs = np.linalg.eigh(h[bad])
+    out[bad] = (vecs * np.maximum(vals, 0.0)[..., None, :]) @ np.swapaxes(vecs, -1, -2)
+    return out
 
 
 def rotation_predictor(ctx: StageContext) -> np.ndarray:
