@@ -85,6 +85,14 @@ class ConvergenceStatus(enum.Enum):
     DIVERGED = 3  # explosion control fired: pose reverted, velocity zeroed
 
 
+class QueryType(enum.Enum):
+    """Queries must be registered (``scene.register_query``) before stepping (digest 1)."""
+
+    TOTAL_CONTACT_FORCE = 0
+    CONTACT_POINTS = 1
+    CONSTRAINT_FORCE = 2
+
+
 class LinearSolverType(enum.Enum):
     AUTO = 0
     LDLT = 1

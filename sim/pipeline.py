@@ -44,6 +44,8 @@ class StepReport:
     solve_time: float = 0.0
     line_search_time: float = 0.0
     num_stages: int = 0
+    # Per world group: (worlds, last stage's StageContext, its end com_position, rotation), for force queries.
+    last_stages: list = None
 
 
 def velocity_sym_for_spin(omega: np.ndarray, h: float) -> np.ndarray:
@@ -82,7 +84,7 @@ def step(model: Model, state: State, dt: float, solver: SolverParams, gravity: n
     num_worlds, num_bodies = state.num_worlds, model.bodies.num
     status = np.zeros(num_worlds, dtype=np.int64)
     actor_status = np.zeros((num_worlds, num_bodies), dtype=np.int64)
-    report = StepReport(status, 0, 0, 0.0, actor_status)
+    report = StepReport(status, 0, 0, 0.0, actor_status, last_stages=[])
     needed = effective_tableau(method, 3).num_history
     avail = np.minimum(state.num_history, needed)
     potentials = CORE_POTENTIALS + tuple(extra_potentials)
@@ -200,6 +202,7 @@ def _step_group(model, state, worlds, tab: Tableau, dt, solver, gravity, potenti
         group_actor_status = _worst(group_actor_status, actor_conv)
         v, w, s = recover_velocity(res.com_position, res.rotation, start.com_position, start.rotation, stage_dt)
         stages.append(Kinematics(res.com_position, res.rotation, v, w, s))
+    report.last_stages.append((worlds, ctx, res.com_position, res.rotation))
 
     bt = tab.b_tilde
     end = Kinematics(

@@ -23,6 +23,7 @@ from .params import (
     DEFAULT_GRAVITY,
     ConvergenceStatus,
     PerformanceStats,
+    QueryType,
     RigidActorParams,
     SolverParams,
     SolverStats,
@@ -60,6 +61,8 @@ class Scene:
         self._callback_order = itertools.count()
         self._store = StateStore(self)
         self._extra_potentials: list = []  # contact / constraint potentials registered by other modules
+        self._queries: set = set()
+        self._last_report = None
         self.alive = True
 
     # --- gravity and solver parameters --------------------------------------------------------------------------
@@ -103,6 +106,9 @@ class Scene:
             raise ValueError(f"num_worlds must be an integer >= 1, got {num_worlds!r}")
         self._state = _replicate_world(self._state, 0, int(num_worlds))
         self._actor_status = np.repeat(self._actor_status[:1], num_worlds, axis=0)
+        for pot in self._extra_potentials:
+            if hasattr(pot, "on_num_worlds_changed"):
+                pot.on_num_worlds_changed(int(num_worlds))
 
     def _check_world(self, world) -> int:
         if isinstance(world, bool) or not isinstance(world, (int, np.integer)):
@@ -181,6 +187,29 @@ class Scene:
         self._state = _delete_actor(self._state, row)
         self._actor_status = np.delete(self._actor_status, row, axis=1)
         self._mark_dirty()
+
+    # --- queries ----------------------------------------------------------------------------------------------------
+    def register_query(self, query_type: QueryType) -> None:
+        """Enable a query before stepping (its results are filled by the following steps)."""
+        if not isinstance(query_type, QueryType):
+            raise TypeError(f"expected a QueryType, got {query_type!r}")
+        self._queries.add(query_type)
+
+    def unregister_query(self, query_type: QueryType) -> None:
+        self._queries.discard(query_type)
+
+    def is_query_registered(self, query_type: QueryType) -> bool:
+        return query_type in self._queries
+
+    def _require_query(self, query_type: QueryType, what: str) -> None:
+        if query_type not in self._queries:
+            raise RuntimeError(
+                f"{what} needs scene.register_query(QueryType.{query_type.name}) before stepping"
+            )
+
+    # --- extension hooks ---------------------------------------------------------------------------------------
+    # A potential added here may also define: on_actor_destroyed(actor, row), after_step(scene, report),
+    # on_num_worlds_changed(num_worlds), capture() -> data / restore(data, worlds, source_worlds).
 
     def add_potential(self, potential) -> None:
         """Add a physical effect: any object with ``evaluate(ctx, com_position, rotation, want_hessian)``
@@ -361,9 +390,10 @@ class Scene:
                 line_search_time=report.line_search_time,
                 num_stages=report.num_stages,
             )
+            self._last_report = report
             for pot in self._extra_potentials:
                 if hasattr(pot, "after_step"):
-                    pot.after_step(self)
+                    pot.after_step(self, report)
         elif dt > 0.0:
             self._state.time += dt
             self._state.last_dt = dt

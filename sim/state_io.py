@@ -54,7 +54,7 @@ class StateStore:
             scene._actor_status = status.copy()
             for pot, data in zip(scene._extra_potentials, extra):
                 if data is not None:
-                    pot.restore(data)
+                    pot.restore(data, worlds=None, source_worlds=None)
         else:
             target = scene._worlds(worlds)
             if state.num_worlds == 1:
@@ -68,6 +68,9 @@ class StateStore:
                 )
             _restore_worlds(scene._state, state, target, source)
             scene._actor_status[target] = status[source]
+            for pot, data in zip(scene._extra_potentials, extra):
+                if data is not None:
+                    pot.restore(data, worlds=target, source_worlds=source)
         if release_immediately:
             self.release(handle)
 
