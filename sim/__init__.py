@@ -10,10 +10,17 @@ from . import experimental, lie
 from .actor import RigidActor
 from .assets_path import ASSETS_PATH
 from .contact.colliders import ColliderType
-from .contact.params import GRID_SDF_DEFAULT_BOUNDARY_PADDING, ContactParams, GridSdfParams, SdfResolutionMode
+from .contact.params import (
+    GRID_SDF_DEFAULT_BOUNDARY_PADDING,
+    ContactPairParamsOverride,
+    ContactParams,
+    GridSdfParams,
+    SdfResolutionMode,
+)
+from .contact_system import ContactPoint, IncludeNestedActors
 from .context import create_scene, destroy_scene, initialize, is_initialized, shutdown
-from .mass_properties import MassProperties, compute_mass_properties
-from .mesh_io import load_shape_from_file, save_shape_to_file
+from .mass_properties import MassProperties, compute_mass_properties, compute_shape_mass_properties
+from .mesh_io import bake_shape, load_shape_from_file, save_shape_to_file
 from .params import (
     AUTO_LINEAR_SOLVER_MAX_ITER,
     DEFAULT_DENSITY,
@@ -34,6 +41,7 @@ from .params import (
     PerformanceStats,
     PreconditionerType,
     PsdProjMode,
+    QueryType,
     RigidActorParams,
     SaturationHessianParams,
     SolverParams,

@@ -214,6 +214,31 @@ class RigidActor:
         self._scene._state.external_force[worlds, row] = 0.0
         self._scene._state.offset_force[worlds, row] = 0.0
 
+    # --- contact queries ----------------------------------------------------------------------------------------
+    def get_contact_force_world(self, world: int = 0) -> np.ndarray:
+        """Total contact force [N] on this actor in the last step (needs QueryType.TOTAL_CONTACT_FORCE)."""
+        return self._scene._contact.contact_force(self._row(), self._scene._check_world(world))[0]
+
+    def get_contact_torque_world(self, world: int = 0) -> np.ndarray:
+        """Total contact torque [N m] about the CoM in the last step (needs QueryType.TOTAL_CONTACT_FORCE)."""
+        return self._scene._contact.contact_force(self._row(), self._scene._check_world(world))[1]
+
+    def get_contact_points_world(self, world: int = 0) -> list:
+        """Active contact samples involving this actor in the last step (needs QueryType.CONTACT_POINTS)."""
+        self._row()
+        return self._scene._contact.contact_points(self._record.handle, self._scene._check_world(world))
+
+    def get_points_distance_to_surface(self, points_world, out=None, world: int = 0) -> np.ndarray:
+        """Signed distance [m] (negative inside) of world points (K, 3) to this actor's collider."""
+        pts = np.asarray(points_world, dtype=np.float64)
+        if pts.ndim != 2 or pts.shape[1] != 3 or not np.all(np.isfinite(pts)):
+            raise ValueError(f"points_world must be a finite (K, 3) array, got shape {pts.shape}")
+        dist = self._scene._contact.distance_to_surface(self._record, self._row(), pts, self._scene._check_world(world))
+        if out is not None:
+            out[...] = dist
+            return out
+        return dist
+
     # --- status -------------------------------------------------------------------------------------------------
     def get_convergence_status(self, world: int = 0):
         from .params import ConvergenceStatus

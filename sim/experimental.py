@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .contact.restitution import calibrate_normal_viscous_damping_coefficient, effective_coefficient_of_restitution  # noqa: F401
+
 
 def enable_newton_euler_inertia(actor, enable: bool = True) -> None:
     """Use the experimental Newton-Euler rotational residual for ``actor`` instead of the incremental potential."""

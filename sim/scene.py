@@ -18,6 +18,8 @@ import numpy as np
 
 from . import lie, pipeline
 from .actor import RigidActor
+from .constraint_system import ConstraintSceneMixin
+from .contact_system import ContactSceneMixin, ContactSystem
 from .model import Kinematics, Model, State, compile_bodies
 from .params import (
     DEFAULT_GRAVITY,
@@ -43,7 +45,7 @@ class _Callback:
     order: int
 
 
-class Scene:
+class Scene(ConstraintSceneMixin, ContactSceneMixin):
     def __init__(self, name: str = ""):
         if not isinstance(name, str):
             raise TypeError(f"scene name must be a string, got {name!r}")
@@ -63,6 +65,8 @@ class Scene:
         self._extra_potentials: list = []  # contact / constraint potentials registered by other modules
         self._queries: set = set()
         self._last_report = None
+        self._contact_system = ContactSystem(self)
+        self._extra_potentials.append(self._contact_system)
         self.alive = True
 
     # --- gravity and solver parameters --------------------------------------------------------------------------

@@ -11,16 +11,19 @@ def build(num_worlds=1, method=mochi.IntegrationMethod.BDF2):
     sp = scene.get_solver_params()
     sp.integration_method = method
     scene.set_solver_params(sp)
+    # 2 m apart: no contact unless a test moves them together
     a = scene.create_rigid_actor(name="a", shape=mochi.create_box_mesh_shape([0.1, 0.2, 0.3]), density=1000.0)
-    b = scene.create_rigid_actor(name="b", shape=mochi.create_icosphere_shape(0.2, 2), density=500.0)
-    s = scene.create_rigid_actor(name="s", shape=mochi.create_box_mesh_shape([0.5, 0.1, 0.5]), is_static=True)
+    b = scene.create_rigid_actor(name="b", shape=mochi.create_icosphere_shape(0.2, 2), density=500.0,
+                                 collider_type=mochi.ColliderType.SPHERE, world_from_local=mochi.TransformRT(translation=[2, 0, 0]))
+    s = scene.create_rigid_actor(name="s", shape=mochi.create_box_mesh_shape([0.5, 0.1, 0.5]), is_static=True,
+                                 world_from_local=mochi.TransformRT(translation=[4, 0, 0]))
     scene.set_num_worlds(num_worlds)
     return scene, (a, b, s)
 
 
 def world_setup(rng, n):
     return dict(
-        pos=rng.normal(size=(n, 3, 3)), quat=rng.normal(size=(n, 3, 4)), lin=rng.normal(size=(n, 2, 3)),
+        pos=0.2 * rng.normal(size=(n, 3, 3)) + np.array([[0.0, 0, 0], [2, 0, 0], [4, 0, 0]]), quat=rng.normal(size=(n, 3, 4)), lin=rng.normal(size=(n, 2, 3)),
         ang=rng.normal(size=(n, 2, 3)) * 3, force=rng.normal(size=(n, 6)) * 50,
     )
 
