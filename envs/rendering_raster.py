@@ -15,9 +15,11 @@ How a triangle becomes fragments, with no loop over triangles or pixels:
 3. Every fragment carries a *nearness* ``q`` that is affine in screen space (``q = 1 / depth`` for a
    perspective camera, ``q = offset - distance`` for an orthographic shadow camera); larger is nearer.
 
-Fill rule: a pixel centre exactly on an edge belongs to both triangles sharing it. Shared edges give
-bit-identical span bounds (the edge coefficients of the two triangles are exact negations), so a closed
-mesh leaves no cracks.
+Fill rule: top-left (as in Direct3D / OpenGL rasterizers): a pixel centre exactly on an edge belongs to the
+triangle for which it is a left or top edge. Shared edges give bit-identical span bounds (the edge
+coefficients of the two triangles are exact negations), so every pixel centre inside a closed mesh's
+silhouette is covered by exactly one of its front triangles: no cracks, and no double blending of
+translucent surfaces.
 
 The z-buffer packs ``(float32 bits of q) << 32 | triangle_id`` into one int64 and keeps the per-pixel
 maximum with ``np.maximum.at``: positive float32 bit patterns sort like the floats, so the maximum key is
@@ -143,18 +145,20 @@ def _spans(screen_xy, nearness, width, height):
 
     # Column interval where all three edge functions are >= 0 on the row's centre line, clamped to the
     # triangle's x extent (exact in real arithmetic; it tames near-horizontal edges).
-    lo, hi = x_min[span_tri], x_max[span_tri]
+    # Top-left fill rule: a centre exactly on a left edge (a > 0: the inside lies to its right) or a top
+    # edge (horizontal, inside below: b > 0) is inside; on a right or bottom edge it is outside.
+    lo, hi = x_min[span_tri], x_max[span_tri]  # lo inclusive, hi exclusive
     blocked = np.zeros(span_tri.size, dtype=bool)  # a horizontal edge with the row outside it
     with np.errstate(divide="ignore", invalid="ignore"):
         for A, B, C in edges:
-            a = (A * sign)[span_tri]
-            rest = (B * sign)[span_tri] * y_centre + (C * sign)[span_tri]
+            a, b = (A * sign)[span_tri], (B * sign)[span_tri]
+            rest = b * y_centre + (C * sign)[span_tri]
             bound = -rest / a
             lo = np.where(a > 0, np.maximum(lo, bound), lo)
             hi = np.where(a < 0, np.minimum(hi, bound), hi)
-            blocked |= (a == 0) & (rest < 0)
-    col_first = np.maximum(np.ceil(lo - 0.5), 0.0)
-    col_last = np.minimum(np.floor(hi - 0.5), width - 1.0)
+            blocked |= (a == 0) & ((rest < 0) | ((rest == 0) & (b < 0)))
+    col_first = np.maximum(np.ceil(lo - 0.5), 0.0)  # first centre c + 0.5 >= lo
+    col_last = np.minimum(np.ceil(hi - 0.5) - 1.0, width - 1.0)  # last centre c + 0.5 < hi
     count = (col_last - col_first + 1).astype(np.int64)
     nonempty = np.flatnonzero((count > 0) & ~blocked)
     span_tri, row, col_first, count = span_tri[nonempty], row[nonempty], col_first[nonempty], count[nonempty]

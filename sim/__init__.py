@@ -26,6 +26,7 @@ from .params import (
     DEFAULT_DENSITY,
     DEFAULT_GRAVITY,
     DEFAULT_REL_STEP_TOL,
+    REFERENCE_MAX_ITER,
     ConvergenceMode,
     ConvergenceStatus,
     CoulombFrictionModel,

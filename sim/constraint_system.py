@@ -354,7 +354,10 @@ class Constraint:
     def set_target_transform(self, transform, world=None) -> None:
         """RigidPivotToRigidTarget: world-from-local target pose, a `TransformRT` or one per selected world."""
         cs, row = self._require_type("set_target_transform", "RigidPivotToRigidTarget")
-        items = [transform] if isinstance(transform, TransformRT) else list(transform)
+        try:
+            items = [transform] if isinstance(transform, TransformRT) else list(transform)
+        except TypeError:
+            items = []
         if not items or not all(isinstance(t, TransformRT) for t in items):
             raise TypeError(f"transform must be a TransformRT or a sequence of them, got {transform!r}")
         rotations = np.array([t.rotation_matrix for t in items])

@@ -23,6 +23,8 @@ def fp64(section: str) -> dict:
 
 # The reference's tight-solver settings (reference_data/README.md): converged discrete solutions.
 TIGHT = {"abs_tol": 1e-12, "rel_tol": 1e-12, "max_iter": 100}
+# The reference's default solver (our default max_iter is larger; see NonLinearSolverParams).
+REFERENCE = {"max_iter": mochi.REFERENCE_MAX_ITER}
 
 
 def set_solver(scene, method=mochi.IntegrationMethod.BACKWARD_EULER, **nonlinear):

@@ -369,7 +369,8 @@ def test_saturated_pivot_never_pulls_harder_than_its_cap():
         scene.step(0.01)
         norms.append(np.linalg.norm(pivot.get_force()[:3]))
     ratio = max(norms) / cap
-    print(f"saturated pivot: max |force| / (k gbar) = {ratio:.12f}, deviation {np.linalg.norm(pivot.get_deviation()):.3f} m")
+    print(f"saturated pivot: max |force| / (k gbar) - 1 = {ratio - 1:.1e}, "
+          f"deviation {np.linalg.norm(pivot.get_deviation()):.3f} m")
     assert ratio <= 1 + 1e-12  # the ramp's derivative never exceeds 1; round-off only
     assert norms[-1] > 0.999 * cap  # far past the ramp the force is the cap
     assert np.linalg.norm(pivot.get_deviation()) > 10 * cap_gap  # and the body got away
@@ -424,7 +425,9 @@ def test_body_follows_a_moving_pivot_target_with_bounded_lag():
     centripetal_lag = box.get_mass() * radius * omega**2 / k  # spring force = the centripetal force
     steady = max(lags[50:])
     print(f"moving target: max lag {max(lags):.2e} m, steady {steady:.2e} m, m r w^2 / k = {centripetal_lag:.2e} m")
-    assert steady < 2.0 * centripetal_lag
+    # The steady lag is the spring deflection carrying the centripetal force (backward Euler's O(dt) phase error
+    # on this 0.5 Hz motion is ~1e-4 of it); 5 % margin.
+    assert steady < 1.05 * centripetal_lag
     assert max(lags) < 0.01 * radius
 
 
@@ -577,3 +580,26 @@ def test_set_num_worlds_replicates_world_0_of_the_constraints():
     heights = [lead.get_center_of_mass_transform(world=w).translation[1] for w in range(3)]
     assert heights[0] < heights[1] < heights[2]  # each world follows its own target
     assert pivot.get_deviation(world=2).shape == (3,)
+    # A constraint created in a batched scene measures its creation-time frame in every world.
+    drive = scene.create_joint_rotation_tracking_constraint(actor_a=lead, actor_b=tail)
+    for w in range(3):
+        np.testing.assert_allclose(drive.get_deviation(world=w), 0.0, atol=1e-12)
+
+
+def test_restore_matches_constraints_by_handle_and_follows_the_world_count():
+    scene, lead, tail, pivot = follower_scene()
+    pivot.set_target_position([0.0, 0.1, 0.0])
+    handle = scene.capture_state()
+    pivot.set_target_position([0.0, 0.5, 0.0])
+    late = scene.create_rigid_pivot_position_constraint(actor=tail, target_position=[0.0, -0.7, 0.0])
+    scene.set_num_worlds(2)
+    scene.restore_state(handle)  # back to one world; the late constraint keeps its target
+    assert scene.num_worlds == 1
+    np.testing.assert_array_equal(pivot.get_target_position(), [0.0, 0.1, 0.0])
+    np.testing.assert_array_equal(late.get_target_position(), [0.0, -0.7, 0.0])
+    with pytest.raises(IndexError):
+        pivot.get_target_position(world=1)
+    scene.destroy_constraint(pivot)
+    scene.restore_state(handle)  # a constraint destroyed since the capture is simply not restored
+    scene.step(0.01)
+    assert late.get_target_position().tolist() == [0.0, -0.7, 0.0]

@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from reference import TIGHT, box_mesh, fp64, set_solver
+from reference import REFERENCE, TIGHT, box_mesh, fp64, set_solver
 
 import superdex_gym.sim as mochi
 from superdex_gym.sim import lie
@@ -105,7 +105,7 @@ def test_one_step_spin_closed_form():
 )
 def test_principal_spin_matches_reference_engine(run, method, newton_euler, tight, tol):
     ref = fp64("spin")["principal_axis_spin"][run]
-    scene, actor = spinning_box(method, [0, 0, 3.0], newton_euler, **(TIGHT if tight else {}))
+    scene, actor = spinning_box(method, [0, 0, 3.0], newton_euler, **(TIGHT if tight else REFERENCE))
     got = []
     for _ in range(len(ref["omega_z"])):
         scene.step(ref["dt"])

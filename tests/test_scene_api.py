@@ -56,8 +56,9 @@ def test_seed_page_snippets_run_as_written():
 
 def test_defaults_match_reference():
     d = fp64("defaults")
-    nl = mochi.NonLinearSolverParams()
+    nl = mochi.NonLinearSolverParams.reference()
     assert (nl.max_iter, nl.abs_tol, nl.rel_tol) == (4, 1e-3, 1e-6)
+    assert mochi.NonLinearSolverParams().max_iter == 16  # our default, see README "Beyond the reference"
     assert nl.line_search_max_iter == 4 and nl.line_search_alpha == 0.5
     assert mochi.DEFAULT_REL_STEP_TOL == pytest.approx(2.220446049250313e-15)
     assert mochi.SolverParams().integration_method is mochi.IntegrationMethod.BACKWARD_EULER
@@ -275,7 +276,7 @@ def test_invalid_solver_params_raise_and_keep_old():
     sp.non_linear_solver.max_iter = 0
     with pytest.raises(ValueError, match="max_iter"):
         scene.set_solver_params(sp)
-    assert scene.get_solver_params().non_linear_solver.max_iter == 4
+    assert scene.get_solver_params().non_linear_solver.max_iter == 16
     sp = scene.get_solver_params()
     sp.non_linear_solver.line_search_alpha = 1.5
     with pytest.raises(ValueError, match="line_search_alpha"):
