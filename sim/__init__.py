@@ -18,6 +18,17 @@ from .contact.params import (
     SdfResolutionMode,
 )
 from .contact_system import ContactPoint, IncludeNestedActors
+from .constraint_system import Constraint
+from .constraints.params import (
+    ConstraintParams,
+    JointRotationRangeConstraintParams,
+    JointRotationTrackingConstraintParams,
+    RigidPivotPositionConstraintParams,
+    RigidPivotRotationConstraintParams,
+    RigidPivotToRigidTargetConstraintParams,
+    RigidPrismaticJointConstraintParams,
+    RigidSphericalJointConstraintParams,
+)
 from .context import create_scene, destroy_scene, initialize, is_initialized, shutdown
 from .mass_properties import MassProperties, compute_mass_properties, compute_shape_mass_properties
 from .mesh_io import bake_shape, load_shape_from_file, save_shape_to_file
