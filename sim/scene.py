@@ -440,6 +440,15 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         snapshot's matching worlds or, for a one-world snapshot, from its single world."""
         self._store.restore(handle, release_immediately, worlds)
 
+    def snapshot(self):
+        """An opaque in-memory copy of the whole batched state (no handle to release)."""
+        return self._store.snapshot()
+
+    def restore_snapshot(self, snapshot, worlds=None, source_worlds=None) -> None:
+        """Restore a `snapshot` bit-exactly: every world, or ``worlds`` from the snapshot's ``source_worlds``
+        (default: the same worlds, or world 0 of a one-world snapshot)."""
+        self._store.restore_snapshot(snapshot, worlds, source_worlds)
+
     def release_state(self, handle: int) -> None:
         self._store.release(handle)
 

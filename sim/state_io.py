@@ -31,9 +31,12 @@ class StateStore:
 
     def capture(self) -> int:
         h = next(self._handles)
-        self._snapshots[h] = (self._layout(), self._scene._state.copy(), self._scene._actor_status.copy(),
-                              self._extra_capture())
+        self._snapshots[h] = self.snapshot()
         return h
+
+    def snapshot(self) -> tuple:
+        """An in-memory copy of everything that changes (state, statuses, contact/constraint data)."""
+        return (self._layout(), self._scene._state.copy(), self._scene._actor_status.copy(), self._extra_capture())
 
     def _extra_capture(self):
         return [p.capture() if hasattr(p, "capture") else None for p in self._scene._extra_potentials]
@@ -45,7 +48,13 @@ class StateStore:
             raise KeyError(f"no captured state with handle {handle!r} (released or never captured)") from None
 
     def restore(self, handle: int, release_immediately: bool, worlds) -> None:
-        layout, state, status, extra = self._get(handle)
+        self.restore_snapshot(self._get(handle), worlds)
+        if release_immediately:
+            self.release(handle)
+
+    def restore_snapshot(self, snapshot: tuple, worlds, source=None) -> None:
+        """Restore a `snapshot` (all worlds, or ``worlds`` from the snapshot's ``source`` worlds)."""
+        layout, state, status, extra = snapshot
         if layout != self._layout():
             raise ValueError("the captured state was taken with a different set of actors; cannot restore it")
         scene = self._scene
@@ -57,7 +66,11 @@ class StateStore:
                     pot.restore(data, worlds=None, source_worlds=None)
         else:
             target = scene._worlds(worlds)
-            if state.num_worlds == 1:
+            if source is not None:
+                source = np.asarray(source, dtype=np.int64)
+                if source.shape != target.shape or np.any((source < 0) | (source >= state.num_worlds)):
+                    raise ValueError("source worlds must match the target worlds and lie in the snapshot")
+            elif state.num_worlds == 1:
                 source = np.zeros(len(target), dtype=np.int64)
             elif state.num_worlds == scene.num_worlds:
                 source = target
@@ -71,8 +84,6 @@ class StateStore:
             for pot, data in zip(scene._extra_potentials, extra):
                 if data is not None:
                     pot.restore(data, worlds=target, source_worlds=source)
-        if release_immediately:
-            self.release(handle)
 
     def release(self, handle: int) -> None:
         self._get(handle)

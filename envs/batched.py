@@ -1,0 +1,196 @@
+"""`GripperPushWorlds`: W worlds of the Push scene in one engine scene, advanced by one call per substep.
+
+This is the shared core of the single environment (W = 1), the native vector environment and the SB3 VecEnv:
+every per-world operation (reset, action, observation, reward) is written once, vectorized over worlds, so a
+batch of N worlds behaves exactly like N single environments with the same seeds and actions.
+
+Control: 25 Hz by default (``control_dt = physics_dt * substeps``); an action (W, 4) in [-1, 1] moves the grip
+point target by ``action[:3] * max_step_m`` from the measured grip point (clipped to the workspace), and sets the
+finger opening from ``action[3]`` unless the fingers are blocked. Targets are interpolated linearly over the
+substeps, so the gripper moves smoothly toward them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+import superdex_gym.sim as mochi
+
+from .push_task import PushConfig, PushTask
+from .robot import FloatingGripper, GripperConfig
+
+
+@dataclass(frozen=True)
+class PushWorldConfig:
+    physics_dt: float = 0.02  # s
+    substeps: int = 2  # physics steps per control step -> 25 Hz
+    max_step_m: float = 0.05  # grip point displacement per control step at |action| = 1
+    block_gripper: bool = True
+    workspace_low: tuple = (-0.3, -0.3, 0.005)  # m, grip point limits (z above the table top at 0)
+    workspace_high: tuple = (0.3, 0.3, 0.3)
+    home_m: tuple = (0.0, 0.0, 0.1)  # grip point at reset
+    gripper: GripperConfig = field(default_factory=GripperConfig)
+    task: PushConfig = field(default_factory=PushConfig)
+    integration_method: mochi.IntegrationMethod = mochi.IntegrationMethod.BACKWARD_EULER
+
+    @property
+    def control_dt(self) -> float:
+        return self.physics_dt * self.substeps
+
+    def validate(self) -> "PushWorldConfig":
+        if not (np.isfinite(self.physics_dt) and self.physics_dt > 0):
+            raise ValueError(f"physics_dt must be finite and > 0, got {self.physics_dt!r}")
+        if isinstance(self.substeps, bool) or not isinstance(self.substeps, (int, np.integer)) or self.substeps < 1:
+            raise ValueError(f"substeps must be an integer >= 1, got {self.substeps!r}")
+        if not (np.isfinite(self.max_step_m) and self.max_step_m > 0):
+            raise ValueError(f"max_step_m must be finite and > 0, got {self.max_step_m!r}")
+        lo, hi = np.asarray(self.workspace_low, float), np.asarray(self.workspace_high, float)
+        if lo.shape != (3,) or hi.shape != (3,) or np.any(lo >= hi):
+            raise ValueError(f"workspace_low must be below workspace_high in every axis, got {lo}, {hi}")
+        if lo[2] < 0:
+            raise ValueError("workspace_low z must keep the grip point above the table top (z >= 0)")
+        home = np.asarray(self.home_m, float)
+        if np.any(home < lo) or np.any(home > hi):
+            raise ValueError(f"home_m {home} must lie inside the workspace")
+        self.task.validate()
+        return self
+
+
+OBS_DIM = 25
+
+
+class GripperPushWorlds:
+    def __init__(self, num_worlds: int, config: PushWorldConfig):
+        self.config = config.validate()
+        self.num_worlds = int(num_worlds)
+        scene = mochi.create_scene("SuperDex Push")
+        scene.set_gravity([0.0, 0.0, -9.8])  # robotics convention: Z up
+        sp = scene.get_solver_params()
+        sp.integration_method = config.integration_method
+        scene.set_solver_params(sp)
+        self.scene = scene
+        self.task = PushTask(scene, config.task)
+        self.gripper = FloatingGripper(scene, config.gripper)
+        self.cube = self.task.cube
+        self._workspace_low = np.asarray(config.workspace_low, dtype=np.float64)
+        self._workspace_high = np.asarray(config.workspace_high, dtype=np.float64)
+        # One world at rest at home: the template every reset starts from.
+        home = np.asarray(config.home_m, dtype=np.float64)[None]
+        self.gripper.place(home, np.zeros(1), np.arange(1))
+        self._template = scene.snapshot()
+        scene.set_num_worlds(self.num_worlds)
+        self.goal = np.zeros((self.num_worlds, 3))
+        self._target = np.repeat(home, self.num_worlds, axis=0)  # commanded grip point (W, 3)
+        self._opening = np.zeros(self.num_worlds)  # commanded finger opening (W,) m
+
+    # --- reset ---------------------------------------------------------------------------------------------------
+    def reset_worlds(self, worlds: np.ndarray, rngs: list, options: dict | None = None) -> None:
+        """Fresh episodes in ``worlds`` (K,), each sampled from its own generator ``rngs[k]``.
+
+        ``options`` (single-world resets): ``goal`` (3,) and ``object_pose`` (position (3,) or position +
+        quaternion (x, y, z, w) (7,)) override the sampled values.
+        """
+        worlds = np.asarray(worlds, dtype=np.int64)
+        if worlds.size == 0:
+            return
+        options = dict(options or {})
+        unknown = set(options) - {"goal", "object_pose"}
+        if unknown:
+            raise ValueError(f"unknown reset options {sorted(unknown)}; supported: 'goal', 'object_pose'")
+        if options and worlds.size != 1:
+            raise ValueError("reset options apply to one world at a time")
+        cube_pos = np.zeros((worlds.size, 3))
+        cube_quat = np.tile([0.0, 0.0, 0.0, 1.0], (worlds.size, 1))
+        for k, rng in enumerate(rngs):
+            cube_pos[k], self.goal[worlds[k]] = self.task.sample_episode(rng)
+        if "goal" in options:
+            goal = _finite_array(options["goal"], (3,), "options['goal']")
+            self.goal[worlds[0]] = goal
+        if "object_pose" in options:
+            pose = np.asarray(options["object_pose"], dtype=np.float64).ravel()
+            if pose.shape not in ((3,), (7,)) or not np.all(np.isfinite(pose)):
+                raise ValueError("options['object_pose'] must be 3 (position) or 7 (position + quaternion x, y, z, w) "
+                                 f"finite numbers, got {options['object_pose']!r}")
+            cube_pos[0] = pose[:3]
+            if pose.size == 7:
+                if np.linalg.norm(pose[3:]) < 1e-12:
+                    raise ValueError("options['object_pose'] quaternion must be non-zero")
+                cube_quat[0] = pose[3:] / np.linalg.norm(pose[3:])
+        self.scene.restore_snapshot(self._template, worlds=worlds)
+        self.scene.set_actor_poses([self.cube], cube_pos[:, None], cube_quat[:, None], worlds=worlds)
+        home = np.asarray(self.config.home_m, dtype=np.float64)
+        self._target[worlds] = home
+        self._opening[worlds] = 0.0
+
+    # --- actions -------------------------------------------------------------------------------------------------
+    def apply_actions(self, actions: np.ndarray) -> None:
+        """Validate, clip and apply (W, 4) actions, then advance every world by one control step."""
+        actions = np.asarray(actions, dtype=np.float64)
+        if actions.shape != (self.num_worlds, 4):
+            raise ValueError(f"actions must have shape ({self.num_worlds}, 4), got {actions.shape}")
+        if not np.all(np.isfinite(actions)):
+            bad = np.argwhere(~np.isfinite(actions))[0]
+            raise ValueError(f"action contains NaN or inf (world {bad[0]}, component {bad[1]}); nothing was stepped")
+        actions = np.clip(actions, -1.0, 1.0)  # documented: out-of-range actions are clipped to [-1, 1]
+        grip, _ = self.gripper.grip_point()
+        start_target, start_opening = self._target.copy(), self._opening.copy()
+        new_target = np.clip(grip + actions[:, :3] * self.config.max_step_m, self._workspace_low, self._workspace_high)
+        if self.config.block_gripper:
+            new_opening = np.zeros(self.num_worlds)
+        else:
+            new_opening = 0.5 * (actions[:, 3] + 1.0) * self.config.gripper.max_opening_m
+        n = self.config.substeps
+        for j in range(1, n + 1):
+            a = j / n
+            self.gripper.set_targets(start_target + a * (new_target - start_target),
+                                     start_opening + a * (new_opening - start_opening))
+            self.scene.step(self.config.physics_dt)
+        self._target, self._opening = new_target, new_opening
+
+    # --- observations --------------------------------------------------------------------------------------------
+    def observations(self) -> dict:
+        """Goal-conditioned observation dict of float32 arrays with a leading world axis."""
+        grip, grip_vel = self.gripper.grip_point()
+        fingers, finger_vel = self.gripper.finger_state()
+        pos, quat = self.scene.get_actor_poses([self.cube])
+        lin, ang = self.scene.get_actor_velocities([self.cube])
+        cube, cube_rot = pos[:, 0], mochi.lie.quat_to_rotvec(quat[:, 0])
+        obs = np.concatenate(
+            [grip, cube, cube - grip, fingers, cube_rot, lin[:, 0], ang[:, 0], grip_vel, finger_vel], axis=1
+        )
+        return {
+            "observation": obs.astype(np.float32),
+            "achieved_goal": cube.astype(np.float32),
+            "desired_goal": self.goal.astype(np.float32),
+        }
+
+    def observation_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Real bounds of the 25 observation components: the grip point lives in the workspace (plus the drive's
+        compliance, < 1 mm); finger offsets within half the opening plus the finger thickness; the cube's rotation
+        vector within pi; positions of the cube and all velocities are unbounded (the cube can be pushed off)."""
+        inf = np.inf
+        margin = 0.01
+        g = self.config.gripper
+        finger = 0.5 * g.max_opening_m + 2 * g.finger_half_extents[1] + margin
+        low = np.concatenate([self._workspace_low - margin, [-inf] * 6, [-finger] * 2, [-np.pi] * 3, [-inf] * 11])
+        high = np.concatenate([self._workspace_high + margin, [inf] * 6, [finger] * 2, [np.pi] * 3, [inf] * 11])
+        return low.astype(np.float32), high.astype(np.float32)
+
+    # --- state ---------------------------------------------------------------------------------------------------
+    def get_state(self) -> dict:
+        return {"scene": self.scene.snapshot(), "goal": self.goal.copy(), "target": self._target.copy(),
+                "opening": self._opening.copy()}
+
+    def set_state(self, state: dict) -> None:
+        self.scene.restore_snapshot(state["scene"])
+        self.goal, self._target, self._opening = (state["goal"].copy(), state["target"].copy(),
+                                                  state["opening"].copy())
+
+
+def _finite_array(value, shape, name) -> np.ndarray:
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.shape != shape or not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be {shape} finite numbers, got {value!r}")
+    return arr

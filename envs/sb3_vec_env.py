@@ -1,0 +1,79 @@
+"""An SB3 ``VecEnv`` over the native Push batch: SB3's auto-reset convention (reset in the same step, the final
+observation in ``infos[i]["terminal_observation"]``, ``TimeLimit.truncated`` on time-outs), ``env_method(
+"compute_reward", ...)`` for ``HerReplayBuffer``. Import requires stable-baselines3.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from stable_baselines3.common.vec_env.base_vec_env import VecEnv
+
+from .push_vector_env import SuperDexPushVectorEnv
+
+
+class SuperDexSB3VecEnv(VecEnv):
+    def __init__(self, num_envs: int = 1, seed: int | None = None, **kwargs):
+        self.venv = SuperDexPushVectorEnv(num_envs=num_envs, **kwargs)
+        super().__init__(num_envs, self.venv.single_observation_space, self.venv.single_action_space)
+        self._seed = seed
+        self._actions = None
+        self.render_mode = self.venv.render_mode
+
+    def reset(self):
+        obs, _ = self.venv.reset(seed=self._seed)
+        self._seed = None  # the next resets continue each world's generator
+        self.reset_infos = [{} for _ in range(self.num_envs)]
+        return obs
+
+    def step_async(self, actions) -> None:
+        self._actions = np.asarray(actions)
+
+    def step_wait(self):
+        v = self.venv
+        obs, rewards, terminated, truncated, infos = v.step(self._actions)
+        done = terminated | truncated
+        out_infos = []
+        for i in range(self.num_envs):
+            info = {"is_success": bool(infos["is_success"][i]), "distance": float(infos["distance"][i])}
+            if done[i]:
+                info["terminal_observation"] = {k: val[i].copy() for k, val in obs.items()}
+                info["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
+            out_infos.append(info)
+        if np.any(done):
+            # SB3 resets in the same step: start the new episodes now and hand out their first observations.
+            worlds = np.nonzero(done)[0]
+            v.worlds.reset_worlds(worlds, [v._rngs[i] for i in worlds])
+            v._elapsed[worlds] = 0
+            v._autoreset[worlds] = False
+            obs = v.worlds.observations()
+        return obs, rewards, done, out_infos
+
+    def close(self) -> None:
+        pass
+
+    def seed(self, seed=None):
+        self._seed = seed
+        return [None if seed is None else seed + i for i in range(self.num_envs)]
+
+    def get_attr(self, attr_name, indices=None):
+        return [getattr(self.venv, attr_name) for _ in self._indices(indices)]
+
+    def set_attr(self, attr_name, value, indices=None) -> None:
+        setattr(self.venv, attr_name, value)
+
+    def env_method(self, method_name, *method_args, indices=None, **method_kwargs):
+        method = getattr(self.venv, method_name)
+        return [method(*method_args, **method_kwargs) for _ in self._indices(indices)]
+
+    def env_is_wrapped(self, wrapper_class, indices=None):
+        return [False for _ in self._indices(indices)]
+
+    def get_images(self):
+        return list(self.venv.render() or [])
+
+    def _indices(self, indices):
+        if indices is None:
+            return range(self.num_envs)
+        if isinstance(indices, int):
+            return [indices]
+        return indices
