@@ -59,6 +59,7 @@ class PushWorldConfig:
 
 
 OBS_DIM = 25
+V_MAX = 10.0  # m/s, bound of every linear velocity in the observation (see observation_bounds)
 
 
 class GripperPushWorlds:
@@ -157,8 +158,11 @@ class GripperPushWorlds:
         pos, quat = self.scene.get_actor_poses([self.cube])
         lin, ang = self.scene.get_actor_velocities([self.cube])
         cube, cube_rot = pos[:, 0], mochi.lie.quat_to_rotvec(quat[:, 0])
+        spin = V_MAX / (self.config.task.cube_size_m / 2)
         obs = np.concatenate(
-            [grip, cube, cube - grip, fingers, cube_rot, lin[:, 0], ang[:, 0], grip_vel, finger_vel], axis=1
+            [grip, cube, cube - grip, fingers, cube_rot, np.clip(lin[:, 0], -V_MAX, V_MAX),
+             np.clip(ang[:, 0], -spin, spin), np.clip(grip_vel, -V_MAX, V_MAX), np.clip(finger_vel, -V_MAX, V_MAX)],
+            axis=1,
         )
         return {
             "observation": obs.astype(np.float32),
@@ -167,15 +171,30 @@ class GripperPushWorlds:
         }
 
     def observation_bounds(self) -> tuple[np.ndarray, np.ndarray]:
-        """Real bounds of the 25 observation components: the grip point lives in the workspace (plus the drive's
-        compliance, < 1 mm); finger offsets within half the opening plus the finger thickness; the cube's rotation
-        vector within pi; positions of the cube and all velocities are unbounded (the cube can be pushed off)."""
-        inf = np.inf
+        """Real bounds of the 25 observation components.
+
+        Positions: the grip point stays in the workspace (plus the drive's sub-millimetre compliance; 1 cm
+        margin); the cube stays inside the arena walls (|x|, |y| < arena_half, z between the floor and
+        ``z_max``: the top of the workspace plus the height a cube reaches when flung at ``V_MAX``). Rotation
+        vector: |theta| <= pi. Velocities: the gripper moves at most max_step / control_dt (1.25 m/s); a struck
+        cube at most twice that plus the fall from the table (sqrt(2 g h)), < ``V_MAX`` = 10 m/s, and spins at
+        most V_MAX / (cube half size) rad/s; finger velocities likewise. Velocities are clipped to these bounds
+        in the observation (documented in the env; not reached in operation: the 10 000-step random test shows
+        it).
+        """
+        c, t = self.config, self.config.task
         margin = 0.01
-        g = self.config.gripper
+        g = c.gripper
+        arena = t.arena_half_m
+        z_low, z_high = -t.floor_depth_m, c.workspace_high[2] + V_MAX**2 / (2 * 9.8)
         finger = 0.5 * g.max_opening_m + 2 * g.finger_half_extents[1] + margin
-        low = np.concatenate([self._workspace_low - margin, [-inf] * 6, [-finger] * 2, [-np.pi] * 3, [-inf] * 11])
-        high = np.concatenate([self._workspace_high + margin, [inf] * 6, [finger] * 2, [np.pi] * 3, [inf] * 11])
+        spin = V_MAX / (t.cube_size_m / 2)
+        grip_lo, grip_hi = self._workspace_low - margin, self._workspace_high + margin
+        cube_lo, cube_hi = np.array([-arena, -arena, z_low]), np.array([arena, arena, z_high])
+        low = np.concatenate([grip_lo, cube_lo, cube_lo - grip_hi, [-finger] * 2, [-np.pi] * 3, [-V_MAX] * 3,
+                              [-spin] * 3, [-V_MAX] * 3, [-V_MAX] * 2])
+        high = np.concatenate([grip_hi, cube_hi, cube_hi - grip_lo, [finger] * 2, [np.pi] * 3, [V_MAX] * 3,
+                               [spin] * 3, [V_MAX] * 3, [V_MAX] * 2])
         return low.astype(np.float32), high.astype(np.float32)
 
     # --- state ---------------------------------------------------------------------------------------------------

@@ -7,7 +7,9 @@ Conventions follow Gymnasium-Robotics ``FetchPush`` and panda-gym ``PandaPush``:
   [-1, 1]; NaN or inf raise ``ValueError`` and nothing is stepped.
 * observation ``Dict(observation (25,), achieved_goal (3,), desired_goal (3,))`` in float32. ``observation`` is
   grip point (3), cube position (3), cube - grip (3), finger offsets (2), cube rotation vector (3), cube linear
-  velocity (3), cube angular velocity (3), grip velocity (3), finger velocities (2); world frame, SI units.
+  velocity (3), cube angular velocity (3), grip velocity (3), finger velocities (2); world frame, SI units;
+  bounds are physical (walls keep the cube in a 2 m arena; velocities are clipped to documented bounds that
+  operation does not reach, see ``GripperPushWorlds.observation_bounds``).
 * reward: sparse -1 / 0 (``Push-v0``), or -distance (``PushDense-v0``); ``compute_reward(achieved_goal,
   desired_goal, info)`` is vectorized over leading batch axes for HER relabelling; ``info["is_success"]``.
 * episodes: 50 steps (``TimeLimit`` from the registration), ``terminate_on_success`` (default False, as Fetch).
@@ -38,10 +40,11 @@ def make_config(physics_dt=0.02, substeps=2, block_gripper=True, cube_size=0.04,
 
 
 def goal_spaces(worlds: GripperPushWorlds) -> spaces.Dict:
-    low, high = worlds.observation_bounds()
-    goal = spaces.Box(-np.inf, np.inf, shape=(3,), dtype=np.float32)
+    obs_low, obs_high = worlds.observation_bounds()
+    # goals are cube positions: the arena bounds
+    goal = spaces.Box(obs_low[3:6], obs_high[3:6], shape=(3,), dtype=np.float32)
     return spaces.Dict({
-        "observation": spaces.Box(low, high, shape=(OBS_DIM,), dtype=np.float32),
+        "observation": spaces.Box(obs_low, obs_high, shape=(OBS_DIM,), dtype=np.float32),
         "achieved_goal": goal,
         "desired_goal": goal,
     })

@@ -23,6 +23,8 @@ class PushConfig:
     distance_threshold_m: float = 0.05  # success radius
     table_half_extents: tuple = (0.4, 0.4, 0.2)  # m; the top is at z = 0
     floor_depth_m: float = 0.4  # a floor plane below the table catches a pushed-off cube
+    arena_half_m: float = 1.0  # walls around the floor keep everything within |x|, |y| < arena_half_m
+    wall_height_m: float = 1.0  # walls rise from the floor to floor + wall_height_m
 
     def validate(self) -> "PushConfig":
         for name in ("cube_size_m", "cube_mass_kg", "goal_range_m", "distance_threshold_m", "floor_depth_m"):
@@ -52,6 +54,19 @@ class PushTask:
             name="floor", shape=mochi.create_plane_shape(normal=[0, 0, 1], distance=-config.floor_depth_m),
             is_static=True,
         )
+        # Four walls around the floor: the cube cannot leave the arena, so its position has real bounds.
+        a, t, h = config.arena_half_m, 0.05, config.wall_height_m / 2
+        zc = -config.floor_depth_m + h
+        self.walls = [
+            scene.create_rigid_actor(
+                name=f"wall_{k}", shape=mochi.create_box_mesh_shape(list(half)), is_static=True,
+                collider_type=mochi.ColliderType.BOX, world_from_local=mochi.TransformRT(translation=centre),
+            )
+            for k, (half, centre) in enumerate([
+                ((t, a + 2 * t, h), (a + t, 0.0, zc)), ((t, a + 2 * t, h), (-a - t, 0.0, zc)),
+                ((a, t, h), (0.0, a + t, zc)), ((a, t, h), (0.0, -a - t, zc)),
+            ])
+        ]
         half = config.cube_size_m / 2
         self.cube = scene.create_rigid_actor(
             name="cube", shape=mochi.create_box_mesh_shape([half] * 3), mass=config.cube_mass_kg, contact=contact,
@@ -63,7 +78,7 @@ class PushTask:
 
     @property
     def actors(self):
-        return [self.table, self.floor, self.cube]
+        return [self.table, self.floor, *self.walls, self.cube]
 
     # --- sampling -------------------------------------------------------------------------------------------------
     def sample_xy(self, rng: np.random.Generator) -> np.ndarray:

@@ -128,22 +128,16 @@ def newton_solve(potentials, ctx: StageContext, com_position, rotation, params: 
     t_asm = t_solve = t_ls = 0.0
     start = time.perf_counter()
 
-    def evaluate(cc, rr, project_mask):
-        # Per-world PSD projection: evaluate once per distinct setting present and pick rows.
+    def evaluate(cc, rr, project_mask, rows=None, base=None):
+        """Terms at (cc, rr). With ``rows`` (a subset of worlds), only those worlds are evaluated (the slowest
+        world no longer makes every world pay); the other rows are copied from ``base``."""
         nonlocal t_asm
         t0 = time.perf_counter()
-        if np.all(project_mask) or not np.any(project_mask):
-            res = evaluate_potentials(potentials, replace(ctx, psd_project=bool(project_mask[0])), cc, rr, True)
+        if rows is None or len(rows) == num_worlds:
+            res = _evaluate_projected(potentials, ctx, cc, rr, project_mask)
         else:
-            a = evaluate_potentials(potentials, replace(ctx, psd_project=True), cc, rr, True)
-            b = evaluate_potentials(potentials, replace(ctx, psd_project=False), cc, rr, True)
-            pm = project_mask
-            res = PotentialTerms(
-                energy=np.where(pm, a.energy, b.energy),
-                gradient=np.where(pm[:, None, None], a.gradient, b.gradient),
-                hessian_diag=np.where(pm[:, None, None, None], a.hessian_diag, b.hessian_diag),
-                couplings=_merge_couplings(a.couplings, b.couplings, pm),
-            )
+            sub = _evaluate_projected(potentials, _subset_context(ctx, rows), cc[rows], rr[rows], project_mask[rows])
+            res = _scatter_terms(base, sub, rows)
         t_asm += time.perf_counter() - t0
         return res
 
@@ -183,7 +177,8 @@ def newton_solve(potentials, ctx: StageContext, com_position, rotation, params: 
         if params.max_elapsed_time_seconds > 0 and time.perf_counter() - start > params.max_elapsed_time_seconds:
             break
         t0 = time.perf_counter()
-        dx, ok = _solve(terms, bodies)
+        rows = np.nonzero(active)[0]
+        dx, ok = _solve_rows(terms, bodies, rows)
         descent = np.einsum("wni,wni->w", terms.gradient, dx) > 0.0
         t_solve += time.perf_counter() - t0
         if mode in (PsdProjMode.IF_FAIL_RETRY, PsdProjMode.IF_FAIL_ALWAYS):
@@ -191,8 +186,9 @@ def newton_solve(potentials, ctx: StageContext, com_position, rotation, params: 
             if np.any(failed):
                 # Retry this iteration with projected Hessians for the worlds whose solve failed.
                 retry_mask = project_always | failed
-                terms_p = evaluate(c, rot, retry_mask)
-                dx_p, ok_p = _solve(terms_p, bodies)
+                failed_rows = np.nonzero(failed)[0]
+                terms_p = evaluate(c, rot, retry_mask, failed_rows, terms)
+                dx_p, ok_p = _solve_rows(terms_p, bodies, failed_rows)
                 dx = np.where(failed[:, None, None], dx_p, dx)
                 ok = np.where(failed, ok_p, ok)
                 if mode is PsdProjMode.IF_FAIL_ALWAYS:
@@ -228,6 +224,61 @@ def newton_solve(potentials, ctx: StageContext, com_position, rotation, params: 
     )
 
 
+def _evaluate_projected(potentials, ctx, cc, rr, project_mask) -> PotentialTerms:
+    """Per-world PSD projection: evaluate once per distinct setting present and pick rows."""
+    if np.all(project_mask) or not np.any(project_mask):
+        return evaluate_potentials(potentials, replace(ctx, psd_project=bool(project_mask[0])), cc, rr, True)
+    a = evaluate_potentials(potentials, replace(ctx, psd_project=True), cc, rr, True)
+    b = evaluate_potentials(potentials, replace(ctx, psd_project=False), cc, rr, True)
+    pm = project_mask
+    return PotentialTerms(
+        energy=np.where(pm, a.energy, b.energy),
+        gradient=np.where(pm[:, None, None], a.gradient, b.gradient),
+        hessian_diag=np.where(pm[:, None, None, None], a.hessian_diag, b.hessian_diag),
+        couplings=_merge_couplings(a.couplings, b.couplings, pm),
+    )
+
+
+_WORLD_FIELDS = ("com_position0", "rotation0", "linear_velocity0", "angular_velocity0", "velocity_sym0", "gravity",
+                 "external_force", "offset_force", "torque_weight")
+
+
+def _subset_context(ctx: StageContext, rows: np.ndarray) -> StageContext:
+    """The stage context of a subset of its worlds (``world_index`` keeps the batch indices)."""
+    changes = {name: getattr(ctx, name)[rows] for name in _WORLD_FIELDS if getattr(ctx, name) is not None}
+    base_index = ctx.world_index if ctx.world_index is not None else np.arange(ctx.com_position0.shape[0])
+    changes["world_index"] = base_index[rows]
+    return replace(ctx, **changes)
+
+
+def _scatter_terms(base: PotentialTerms, sub: PotentialTerms, rows: np.ndarray) -> PotentialTerms:
+    """``base`` with ``rows`` replaced by ``sub``; couplings only for ``rows`` (zero blocks elsewhere)."""
+    energy, gradient, hess = base.energy.copy(), base.gradient.copy(), base.hessian_diag.copy()
+    energy[rows], gradient[rows], hess[rows] = sub.energy, sub.gradient, sub.hessian_diag
+    couplings = []
+    for cp in sub.couplings:
+        block = np.zeros((energy.shape[0],) + cp.block.shape[1:])
+        block[rows] = cp.block
+        couplings.append(replace(cp, block=block))
+    return PotentialTerms(energy=energy, gradient=gradient, hessian_diag=hess, couplings=couplings)
+
+
+def _solve_rows(terms: PotentialTerms, bodies, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`_solve` for the worlds ``rows`` only; other worlds get dx = 0, ok = True."""
+    num_worlds = terms.gradient.shape[0]
+    if len(rows) == num_worlds:
+        return _solve(terms, bodies)
+    sub = PotentialTerms(
+        energy=terms.energy[rows], gradient=terms.gradient[rows], hessian_diag=terms.hessian_diag[rows],
+        couplings=[replace(cp, block=cp.block[rows]) for cp in terms.couplings],
+    )
+    dx_sub, ok_sub = _solve(sub, bodies)
+    dx = np.zeros_like(terms.gradient)
+    ok = np.ones(num_worlds, dtype=bool)
+    dx[rows], ok[rows] = dx_sub, ok_sub
+    return dx, ok
+
+
 def _merge_couplings(a_list, b_list, pick_a):
     """Couplings of two evaluations chosen per world: each keeps its blocks only in the worlds it was picked for.
 
@@ -257,7 +308,7 @@ def _line_search(params, evaluate, terms0, c0, r0, dx, active, project_mask):
     max_tries = 1 if ls_type is LineSearchType.NONE else params.line_search_max_iter
     for k in range(max_tries):
         c_try, r_try = _apply(c0, r0, dx, lam, pending)
-        t = evaluate(c_try, r_try, project_mask)
+        t = evaluate(c_try, r_try, project_mask, np.nonzero(pending)[0], terms_out)
         last = k == max_tries - 1
         if ls_type is LineSearchType.NONE:
             accept = pending.copy()

@@ -1,0 +1,302 @@
+"""SuperDex/Push-v0 and PushDense-v0: Gymnasium and SB3 conventions, determinism, batching, rewards, safety."""
+
+import hashlib
+import subprocess
+import sys
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import superdex_gym  # noqa: F401  (registers the environments)
+from superdex_gym.envs.push_vector_env import SuperDexPushVectorEnv
+from superdex_gym.envs.scripted import scripted_push_action
+
+IDS = ["SuperDex/Push-v0", "SuperDex/PushDense-v0"]
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_gymnasium_check_env_passes_without_warnings(env_id):
+    from gymnasium.utils.env_checker import check_env
+
+    env = gym.make(env_id)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_env(env.unwrapped, skip_render_check=True)
+    assert [str(w.message) for w in caught] == []
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_sb3_check_env_passes_without_warnings(env_id):
+    from stable_baselines3.common.env_checker import check_env
+
+    env = gym.make(env_id)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_env(env.unwrapped, warn=True)
+    assert [str(w.message) for w in caught] == []
+
+
+def test_spaces_and_metadata():
+    env = gym.make("SuperDex/Push-v0")
+    assert env.spec.max_episode_steps == 50
+    assert env.metadata["render_fps"] == 25  # = 1 / (physics_dt * substeps) = 1 / 0.04
+    obs_space = env.observation_space
+    assert set(obs_space.spaces) == {"observation", "achieved_goal", "desired_goal"}
+    assert all(s.dtype == np.float32 for s in obs_space.spaces.values())
+    assert env.action_space.shape == (4,) and env.action_space.low.min() == -1 and env.action_space.high.max() == 1
+    obs, info = env.reset(seed=0)
+    assert obs_space.contains(obs)
+    assert set(info) >= {"is_success"}
+
+
+def test_make_vec_is_native_batched_env():
+    venv = gym.make_vec("SuperDex/Push-v0", num_envs=4)
+    assert isinstance(venv, SuperDexPushVectorEnv)
+    assert venv.metadata["autoreset_mode"] == gym.vector.AutoresetMode.NEXT_STEP
+    assert venv.worlds.scene.num_worlds == 4  # one engine scene, 4 worlds
+    obs, info = venv.reset(seed=3)
+    assert obs["observation"].shape == (4, 25) and info["_is_success"].all()
+    assert venv.max_episode_steps == 50
+
+
+def _rollout_single(seed, actions):
+    env = gym.make("SuperDex/Push-v0")
+    obs, _ = env.reset(seed=seed)
+    out = [obs["observation"].copy()]
+    rewards, terms = [], []
+    for a in actions:
+        obs, r, te, tr, _ = env.step(a)
+        out.append(obs["observation"].copy())
+        rewards.append(r)
+        terms.append(te)
+    return np.array(out), np.array(rewards), np.array(terms)
+
+
+def test_vector_env_matches_single_envs():
+    n, steps = 3, 8
+    rng = np.random.default_rng(0)
+    actions = rng.uniform(-1, 1, (steps, n, 4))
+    venv = gym.make_vec("SuperDex/Push-v0", num_envs=n)
+    obs, _ = venv.reset(seed=10)
+    batched = [obs["observation"].copy()]
+    rewards, terms = [], []
+    for a in actions:
+        obs, r, te, tr, _ = venv.step(a)
+        batched.append(obs["observation"].copy())
+        rewards.append(r)
+        terms.append(te)
+    batched = np.array(batched)
+    for i in range(n):
+        single_obs, single_r, single_t = _rollout_single(10 + i, actions[:, i])
+        # same float64 physics per world; float32 observations agree to the last bit or to 1 ulp
+        np.testing.assert_allclose(batched[:, i], single_obs, rtol=0, atol=1e-6)
+        np.testing.assert_array_equal(np.array(rewards)[:, i], single_r)
+        np.testing.assert_array_equal(np.array(terms)[:, i], single_t)
+
+
+def _trajectory_hash(seed=5, steps=12):
+    env = gym.make("SuperDex/Push-v0")
+    h = hashlib.sha256()
+    rng = np.random.default_rng(seed)
+    for episode in range(2):
+        obs, _ = env.reset(seed=seed + episode)
+        h.update(obs["observation"].tobytes())
+        for _ in range(steps):
+            obs, r, *_ = env.step(rng.uniform(-1, 1, 4))
+            h.update(obs["observation"].tobytes() + np.float32(r).tobytes())
+    return h.hexdigest()
+
+
+def test_bit_identical_replays_across_resets_and_processes():
+    here = _trajectory_hash()
+    assert here == _trajectory_hash()
+    code = ("import sys; sys.path.insert(0, %r); import test_push_env as t; print(t._trajectory_hash())"
+            % str(__import__("pathlib").Path(__file__).parent))
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert other == here
+
+
+@pytest.mark.parametrize("env_id, dense", [(IDS[0], False), (IDS[1], True)])
+def test_compute_reward_matches_step_rewards_on_relabelled_batches(env_id, dense):
+    env = gym.make(env_id)
+    obs, _ = env.reset(seed=1)
+    achieved, desired, rewards, infos = [], [], [], []
+    for _ in range(10):
+        obs, r, _, _, info = env.step(scripted_push_action(obs))
+        achieved.append(obs["achieved_goal"])
+        desired.append(obs["desired_goal"])
+        rewards.append(r)
+        infos.append(info)
+    achieved, desired = np.array(achieved), np.array(desired)
+    np.testing.assert_array_equal(env.unwrapped.compute_reward(achieved, desired, infos), np.array(rewards, np.float32))
+    # HER relabelling: goals replaced by achieved goals of other steps, batched (B, 3) and (B, K, 3)
+    relabelled = env.unwrapped.compute_reward(achieved, achieved[::-1], infos)
+    expected = [env.unwrapped.compute_reward(a, g, None) for a, g in zip(achieved, achieved[::-1])]
+    np.testing.assert_array_equal(relabelled, np.array(expected))
+    assert env.unwrapped.compute_reward(np.zeros((2, 5, 3)), np.zeros((2, 5, 3)), None).shape == (2, 5)
+    if not dense:
+        assert set(np.unique(relabelled)) <= {-1.0, 0.0}
+
+
+def test_reset_options_and_never_solved_at_reset():
+    env = gym.make("SuperDex/Push-v0")
+    obs, info = env.reset(seed=0, options={"goal": [0.1, 0.1, 0.02], "object_pose": [-0.1, 0.05, 0.02]})
+    np.testing.assert_allclose(obs["desired_goal"], [0.1, 0.1, 0.02], atol=1e-7)
+    np.testing.assert_allclose(obs["achieved_goal"], [-0.1, 0.05, 0.02], atol=1e-6)
+    with pytest.raises(ValueError, match="unknown reset options"):
+        env.reset(options={"bogus": 1})
+    with pytest.raises(ValueError, match="object_pose"):
+        env.reset(options={"object_pose": [0, 0]})
+    venv = gym.make_vec("SuperDex/Push-v0", num_envs=200)
+    for seed in range(5):
+        obs, info = venv.reset(seed=1000 * seed)
+        d = np.linalg.norm(obs["achieved_goal"] - obs["desired_goal"], axis=1)
+        assert d.min() > 0.05 and not info["is_success"].any()  # 1000 resets, none solved
+        assert np.abs(obs["desired_goal"][:, :2]).max() <= 0.15 + 1e-6  # the 0.3 m square
+
+
+def test_get_state_set_state_round_trip():
+    env = gym.make("SuperDex/Push-v0").unwrapped
+    obs, _ = env.reset(seed=4)
+    for _ in range(3):
+        obs, *_ = env.step(np.array([0.5, -0.2, -0.3, 0.0]))
+    state = env.get_state()
+    rng = np.random.default_rng(0)
+    actions = rng.uniform(-1, 1, (6, 4))
+    first = [env.step(a)[0]["observation"].copy() for a in actions]
+    env.set_state(state)
+    second = [env.step(a)[0]["observation"].copy() for a in actions]
+    assert np.array_equal(np.array(first), np.array(second))
+
+
+def test_invalid_actions():
+    env = gym.make("SuperDex/Push-v0")
+    env.reset(seed=0)
+    for bad in ([np.nan, 0, 0, 0], [0, np.inf, 0, 0]):
+        with pytest.raises(ValueError, match="NaN or inf"):
+            env.step(np.array(bad))
+    with pytest.raises(ValueError, match="shape"):
+        env.step(np.zeros(3))
+    env.step(np.zeros(4))  # still usable
+    # out-of-range actions are clipped to [-1, 1]
+    a = gym.make("SuperDex/Push-v0")
+    b = gym.make("SuperDex/Push-v0")
+    a.reset(seed=2)
+    b.reset(seed=2)
+    oa = a.step(np.array([5.0, -3.0, 2.0, 9.0]))[0]
+    ob = b.step(np.array([1.0, -1.0, 1.0, 1.0]))[0]
+    np.testing.assert_array_equal(oa["observation"], ob["observation"])
+
+
+def test_physics_kwargs_and_bad_kwargs():
+    env = gym.make("SuperDex/Push-v0", physics_dt=0.01, substeps=4, cube_size=0.05, cube_mass=0.1, friction=0.8,
+                   goal_range=0.2, distance_threshold=0.04)
+    obs, _ = env.reset(seed=0)
+    assert env.unwrapped.worlds.cube.get_mass() == pytest.approx(0.1)
+    assert env.metadata["render_fps"] == 25
+    assert np.abs(obs["desired_goal"][:2]).max() <= 0.1 + 1e-6
+    with pytest.raises(ValueError, match="physics_dt"):
+        gym.make("SuperDex/Push-v0", physics_dt=-1)
+    with pytest.raises(ValueError, match="substeps"):
+        gym.make("SuperDex/Push-v0", substeps=0)
+    with pytest.raises(ValueError, match="goal_range"):
+        gym.make("SuperDex/Push-v0", goal_range=0.05)
+
+
+def test_terminate_on_success():
+    env = gym.make("SuperDex/Push-v0", terminate_on_success=True)
+    obs, _ = env.reset(seed=0)
+    for _ in range(50):
+        obs, r, term, trunc, info = env.step(scripted_push_action(obs))
+        if term:
+            break
+    assert term and info["is_success"] and r == 0.0
+
+
+def test_vector_autoreset_next_step():
+    venv = gym.make_vec("SuperDex/Push-v0", num_envs=2, max_episode_steps=3)
+    obs, _ = venv.reset(seed=0)
+    first = obs["observation"].copy()
+    for k in range(3):
+        obs, r, te, tr, _ = venv.step(np.zeros((2, 4)))
+    assert tr.all() and not te.any()
+    obs, r, te, tr, _ = venv.step(np.ones((2, 4)))  # the autoreset step: new episodes, reward 0, action ignored
+    assert not tr.any() and not te.any() and np.all(r == 0.0)
+    assert not np.allclose(obs["observation"], first)  # a fresh episode, not a replay of the first one
+    np.testing.assert_allclose(obs["observation"][:, :3], [[0, 0, 0.1]] * 2, atol=1e-6)  # gripper at home
+
+
+def test_random_actions_stay_finite_and_above_table():
+    """10 000 random-action steps (100 worlds x 100 steps, with autoresets): finite, cube never below the table."""
+    venv = gym.make_vec("SuperDex/Push-v0", num_envs=100)
+    obs, _ = venv.reset(seed=0)
+    rng = np.random.default_rng(0)
+    half = 0.02
+    for _ in range(100):
+        obs, r, te, tr, _ = venv.step(rng.uniform(-1, 1, (100, 4)))
+        for v in obs.values():
+            assert np.all(np.isfinite(v))
+        on_table = np.all(np.abs(obs["achieved_goal"][:, :2]) < 0.4, axis=1)
+        # a cube on the table keeps its centre above the top (penalty band: a few mm)
+        assert np.all(obs["achieved_goal"][on_table, 2] > half - 0.01)
+
+
+@pytest.mark.parametrize("mode", ["rgb_array", "depth_array"])
+def test_rendering(mode):
+    env = gym.make("SuperDex/Push-v0", render_mode=mode, render_width=160, render_height=120)
+    env.reset(seed=0)
+    frame = env.render()
+    if mode == "rgb_array":
+        assert frame.shape == (120, 160, 3) and frame.dtype == np.uint8
+        assert frame.std() > 10  # a picture, not a blank
+    else:
+        assert frame.shape == (120, 160) and np.isfinite(frame).any()
+    default = gym.make("SuperDex/Push-v0", render_mode="rgb_array")
+    default.reset(seed=0)
+    assert default.render().shape == (480, 480, 3)
+
+
+def test_human_mode_without_pygame_says_what_to_install():
+    pytest.importorskip("gymnasium")
+    try:
+        import pygame  # noqa: F401
+        pytest.skip("pygame is installed here")
+    except ImportError:
+        pass
+    env = gym.make("SuperDex/Push-v0", render_mode="human")
+    with pytest.raises(ImportError, match="pygame"):
+        env.reset(seed=0)
+
+
+def test_scripted_policy_solves_push():
+    """The scripted policy solves >= 90% of 100 seeded episodes (batched: 100 worlds, seeds 0..99)."""
+    venv = gym.make_vec("SuperDex/Push-v0", num_envs=100)
+    obs, info = venv.reset(seed=0)
+    success = np.zeros(100, dtype=bool)
+    for _ in range(50):
+        obs, r, te, tr, info = venv.step(scripted_push_action(obs))
+    success = info["is_success"]
+    assert success.mean() >= 0.9, success.mean()
+
+
+def test_sb3_vec_env_adapter():
+    from stable_baselines3.common.vec_env import VecEnv
+
+    from superdex_gym.envs.sb3_vec_env import SuperDexSB3VecEnv
+
+    venv = SuperDexSB3VecEnv(num_envs=2, seed=0)
+    assert isinstance(venv, VecEnv)
+    obs = venv.reset()
+    assert obs["observation"].shape == (2, 25)
+    dones_seen = False
+    for k in range(50):
+        obs, rewards, dones, infos = venv.step(np.zeros((2, 4), dtype=np.float32))
+        if dones.any():
+            dones_seen = True
+            assert infos[0]["TimeLimit.truncated"] and "terminal_observation" in infos[0]
+    assert dones_seen
+    r = venv.env_method("compute_reward", np.zeros((3, 3)), np.ones((3, 3)), [{}] * 3, indices=[0])[0]
+    assert r.shape == (3,) and np.all(r == -1.0)
