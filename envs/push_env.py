@@ -31,12 +31,12 @@ RENDER_MODES = ["human", "rgb_array", "depth_array"]
 
 
 def make_config(physics_dt=0.02, substeps=2, block_gripper=True, cube_size=0.04, cube_mass=0.064, friction=0.5,
-                goal_range=0.3, distance_threshold=0.05) -> PushWorldConfig:
+                goal_range=0.3, distance_threshold=0.05, solver_abs_tol=1e-2, solver_max_iter=8) -> PushWorldConfig:
     """The ``gym.make`` kwargs of the Push environments as a validated `PushWorldConfig`."""
     task = PushConfig(cube_size_m=float(cube_size), cube_mass_kg=float(cube_mass), friction=float(friction),
                       goal_range_m=float(goal_range), distance_threshold_m=float(distance_threshold))
     return PushWorldConfig(physics_dt=float(physics_dt), substeps=substeps, block_gripper=bool(block_gripper),
-                           task=task).validate()
+                           task=task, solver_abs_tol=solver_abs_tol, solver_max_iter=solver_max_iter).validate()
 
 
 def goal_spaces(worlds: GripperPushWorlds) -> spaces.Dict:

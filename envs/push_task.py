@@ -70,6 +70,8 @@ class PushTask:
         half = config.cube_size_m / 2
         self.cube = scene.create_rigid_actor(
             name="cube", shape=mochi.create_box_mesh_shape([half] * 3), mass=config.cube_mass_kg, contact=contact,
+            # the exact box distance: smooth where a grid SDF's trilinear gradient jumps between cells
+            collider_type=mochi.ColliderType.BOX,
             world_from_local=mochi.TransformRT(translation=[0, 0, half]),
         )
         self.scene = scene

@@ -10,14 +10,18 @@ The update of a body is the world-frame Lie update: c <- c - lambda dc, R <- exp
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from . import lie
-from .params import ConvergenceMode, ConvergenceStatus, LineSearchType, NonLinearSolverParams, PsdProjMode
+from .params import ConvergenceMode, ConvergenceStatus, LineSearchType, NonLinearSolverParams, PsdProjMode, Verbosity
 from .potentials.base import PotentialTerms, StageContext
+
+
+logger = logging.getLogger("superdex_gym.sim.newton")
 
 
 @dataclass
@@ -160,7 +164,13 @@ def newton_solve(potentials, ctx: StageContext, com_position, rotation, params: 
         return np.all(ok | ~dyn, axis=1)
 
     stop_next = np.zeros(num_worlds, dtype=bool)
+    verbose = params.verbosity is Verbosity.VERBOSE
     for it in range(params.max_iter + 1):
+        if verbose:
+            rho = _actor_residuals(terms.gradient, ctx)
+            worst = np.unravel_index(np.argmax(rho), rho.shape)
+            logger.info("newton it %d: active %d, |r| max %.3e, weighted max %.3e (world %d actor %d)", it,
+                        int(active.sum()), float(_residual_norm(terms.gradient).max()), float(rho.max()), *worst)
         done = converged(terms, it) & active
         status[done] = ConvergenceStatus.CONVERGED.value
         active &= ~done
@@ -208,6 +218,9 @@ def newton_solve(potentials, ctx: StageContext, com_position, rotation, params: 
         c, rot, terms, used = _line_search(params, evaluate, terms, c, rot, dx, active, project_always)
         t_ls += time.perf_counter() - t0
         ls_iters = np.maximum(ls_iters, used)
+        if verbose:
+            logger.info("  line search backtracks: max %d, worlds backtracking %d", int(used.max(initial=0)),
+                        int((used > 0).sum()))
 
     status[active] = ConvergenceStatus.STOPPED.value
     return NewtonResult(
