@@ -67,9 +67,121 @@ def case_free_bodies(num_worlds: int, repeats: int, steps: int):
     return {"engine steps/s": rate, "body-steps/s": rate * num_worlds * 10}
 
 
+def _contact_scene(kind: str, num_worlds: int):
+    """The issue-3 contact cases: a sphere dropped on a plane, an aligned 5-box stack, a 20-body pile."""
+    scene = mochi.create_scene(kind)
+    scene.create_rigid_actor(name="ground", shape=mochi.create_plane_shape(normal=[0, 1, 0], distance=0.0),
+                             is_static=True)
+    if kind == "sphere":
+        scene.create_rigid_actor(name="ball", shape=mochi.create_icosphere_shape(0.1, 2), density=1000.0,
+                                 world_from_local=mochi.TransformRT(translation=[0, 0.3, 0]))
+    elif kind == "stack":
+        box = mochi.create_box_mesh_shape([0.1, 0.1, 0.1])
+        for k in range(5):
+            scene.create_rigid_actor(name=f"box{k}", shape=box, density=1000.0,
+                                     world_from_local=mochi.TransformRT(translation=[0, 0.0993 + 0.1993 * k, 0]))
+    else:
+        rng = np.random.default_rng(2)
+        box = mochi.create_box_mesh_shape([0.05, 0.05, 0.05])
+        for k in range(20):
+            xz = rng.uniform(-0.15, 0.15, 2)
+            scene.create_rigid_actor(name=f"b{k}", shape=box, density=1000.0,
+                                     world_from_local=mochi.TransformRT(mochi.Quaternion.from_rotation_vector(
+                                         rng.normal(size=3)), [xz[0], 0.06 + 0.11 * k, xz[1]]))
+    scene.set_num_worlds(num_worlds)
+    return scene
+
+
+def case_contact(kind: str, num_worlds: int, repeats: int, steps: int):
+    scene = _contact_scene(kind, num_worlds)
+    for _ in range(3):  # settle into contact first
+        scene.step(0.01)
+
+    def run():
+        for _ in range(steps):
+            scene.step(0.01)
+
+    rate = _median_rate(run, steps, repeats)
+    return {"engine steps/s": rate, "world-steps/s": rate * num_worlds}
+
+
+def _random_action_rate(make_env, steps: int, num_envs: int, repeats: int) -> float:
+    """Env steps/s (aggregate over the batch) with random actions and resets, median of ``repeats`` runs."""
+    env = make_env()
+    rng = np.random.default_rng(0)
+    batched = num_envs > 1
+    env.reset(seed=0)
+    shape = (num_envs, 4) if batched else env.action_space.shape
+
+    def run():
+        done_steps = 0
+        while done_steps < steps:
+            out = env.step(rng.uniform(-1, 1, shape).astype(np.float32))
+            done_steps += num_envs
+            if not batched and (out[2] or out[3]):
+                env.reset()
+
+    rate = _median_rate(run, steps, repeats)
+    env.close()
+    return rate
+
+
+def case_env(args):
+    """Env steps/s for single Push-v0 and make_vec(64), reset time, render time; the anchors if installed."""
+    import gymnasium as gym
+
+    import superdex_gym  # noqa: F401
+
+    out = {}
+    steps, reps = args.env_steps, 3
+    single = _random_action_rate(lambda: gym.make("SuperDex/Push-v0"), steps, 1, reps)
+    vec = _random_action_rate(lambda: gym.make_vec("SuperDex/Push-v0", num_envs=64), steps, 64, reps)
+    out["SuperDex/Push-v0 single env steps/s"] = single
+    out["SuperDex/Push-v0 make_vec(64) aggregate env steps/s"] = vec
+    env = gym.make("SuperDex/Push-v0", render_mode="rgb_array")
+    env.reset(seed=0)
+    times = []
+    for k in range(50):
+        t0 = time.perf_counter()
+        env.reset(seed=k)
+        times.append(time.perf_counter() - t0)
+    out["reset ms (median of 50)"] = 1e3 * statistics.median(times)
+    times = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        env.render()
+        times.append(time.perf_counter() - t0)
+    out["render ms per 480x480 frame (median of 5)"] = 1e3 * statistics.median(times)
+    anchors = {}
+    try:
+        import gymnasium_robotics
+
+        gym.register_envs(gymnasium_robotics)
+        anchors["FetchPush-v4"] = _random_action_rate(lambda: gym.make("FetchPush-v4"), steps, 1, reps)
+    except Exception as exc:  # not installed (the `bench` extra) or broken MuJoCo
+        out["FetchPush-v4"] = f"unavailable ({type(exc).__name__}: {exc}); pip install 'superdex-gym[bench]'"
+    try:
+        import panda_gym  # noqa: F401
+
+        anchors["PandaPush-v3"] = _random_action_rate(lambda: gym.make("PandaPush-v3"), steps, 1, reps)
+    except Exception as exc:
+        out["PandaPush-v3"] = f"unavailable ({type(exc).__name__}: {exc}); pip install 'superdex-gym[bench]'"
+    for name, rate in anchors.items():
+        out[f"{name} env steps/s"] = rate
+        out[f"ratio single / {name}"] = single / rate
+        out[f"ratio make_vec(64) aggregate / {name}"] = vec / rate
+    return out
+
+
 CASES = {
     "free bodies (10 boxes), W=1": lambda r, s: case_free_bodies(1, r, s),
     "free bodies (10 boxes), W=256": lambda r, s: case_free_bodies(256, r, max(5, s // 10)),
+    "sphere on plane, W=1": lambda r, s: case_contact("sphere", 1, r, s),
+    "sphere on plane, W=256": lambda r, s: case_contact("sphere", 256, r, max(3, s // 20)),
+    "aligned 5-box stack, W=1": lambda r, s: case_contact("stack", 1, r, s),
+    "aligned 5-box stack, W=256": lambda r, s: case_contact("stack", 256, r, max(3, s // 20)),
+    "20-body pile, W=1": lambda r, s: case_contact("pile", 1, r, max(5, s // 4)),
+    "20-body pile, W=256": lambda r, s: case_contact("pile", 256, r, 2),
 }
 
 
@@ -78,6 +190,8 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=5, help="runs per case; the median is reported")
     parser.add_argument("--steps", type=int, default=100, help="engine steps per run (W=256 runs a tenth)")
     parser.add_argument("--only", default=None, help="run only cases whose name contains this text")
+    parser.add_argument("--env-steps", type=int, default=5000, help="env steps per run of the env cases")
+    parser.add_argument("--skip-env", action="store_true", help="engine cases only")
     args = parser.parse_args(argv)
     base = baseline(args.repeats)
     print(f"python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}")
@@ -88,7 +202,10 @@ def main(argv=None) -> int:
         result = fn(args.repeats, args.steps)
         parts = [f"{k} {v:,.1f}" for k, v in result.items()]
         ratio = result["engine steps/s"] / base
-        print(f"{name:40s} " + ", ".join(parts) + f"  (x{ratio:.3g} baseline)")
+        print(f"{name:40s} " + ", ".join(parts) + f"  (x{ratio:.3g} baseline)", flush=True)
+    if not args.skip_env and not args.only:
+        for key, value in case_env(args).items():
+            print(f"{key:55s} {value:,.3f}" if isinstance(value, float) else f"{key:55s} {value}", flush=True)
     return 0
 
 
