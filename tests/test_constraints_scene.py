@@ -603,3 +603,31 @@ def test_restore_matches_constraints_by_handle_and_follows_the_world_count():
     scene.restore_state(handle)  # a constraint destroyed since the capture is simply not restored
     scene.step(0.01)
     assert late.get_target_position().tolist() == [0.0, -0.7, 0.0]
+
+
+def test_body_on_a_moving_target_drags_a_resting_box_through_contact():
+    """A gravity-free block driven by a pivot-position target pushes a resting box across the floor (contact)."""
+    import superdex_gym.sim as mochi
+
+    scene = mochi.create_scene()
+    scene.create_rigid_actor(name="ground", shape=mochi.create_plane_shape(normal=[0, 1, 0], distance=0.0),
+                             is_static=True)
+    box = scene.create_rigid_actor(name="box", shape=mochi.create_box_mesh_shape([0.05, 0.05, 0.05]), density=500.0,
+                                   world_from_local=mochi.TransformRT(translation=[0.0, 0.0497, 0.0]))
+    pusher = scene.create_rigid_actor(name="pusher", shape=mochi.create_box_mesh_shape([0.02, 0.04, 0.04]),
+                                      density=1000.0, has_gravity=False, collider_type=mochi.ColliderType.BOX,
+                                      world_from_local=mochi.TransformRT(translation=[-0.09, 0.05, 0.0]))
+    drive = scene.create_rigid_pivot_position_constraint(actor=pusher, local_position=[0, 0, 0],
+                                                         target_position=[-0.09, 0.05, 0.0], stiffness=1e5)
+    scene.create_rigid_pivot_rotation_constraint(actor=pusher, local_rotation=[0, 0, 0], target_rotation=[0, 0, 0],
+                                                 stiffness=1e3)
+    dt, speed = 0.01, 0.2
+    for k in range(1, 101):
+        drive.set_target_position([-0.09 + speed * dt * k, 0.05, 0.0])
+        scene.step(dt)
+    # the pusher followed its target (lag: friction force / k), the box was pushed ahead of it
+    px = pusher.get_center_of_mass_transform().translation[0]
+    assert px == pytest.approx(-0.09 + speed * 1.0, abs=0.01)
+    bx = box.get_center_of_mass_transform().translation[0]
+    assert bx > 0.1 and bx - px == pytest.approx(0.07, abs=0.01)  # pusher half 0.02 + box half 0.05 apart
+    assert box.get_linear_velocity()[0] == pytest.approx(speed, abs=0.05)
