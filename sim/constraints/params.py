@@ -24,7 +24,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..transforms import TransformRT
+from ..transforms import TransformRT, as_vector3
 
 TWO_PI = 2.0 * math.pi
 DEFAULT_STIFFNESS = 1e6
@@ -32,17 +32,8 @@ DEFAULT_DAMPING = 0.0
 DEFAULT_SATURATION = -1.0
 
 
-def finite_vector3(value, name: str) -> np.ndarray:
-    """A finite (3,) float64 array, or a ValueError naming the field."""
-    try:
-        arr = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be 3 numbers, got {value!r}") from exc
-    if arr.shape != (3,):
-        raise ValueError(f"{name} must have shape (3,), got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite, got {arr.tolist()}")
-    return arr
+# A finite (3,) float64 array, or an error naming the field (the transforms module's validator).
+finite_vector3 = as_vector3
 
 
 def finite_range(value, name: str) -> np.ndarray:
