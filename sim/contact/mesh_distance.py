@@ -167,51 +167,83 @@ def signed_distance_to_mesh(points, vertices, triangles) -> MeshDistance:
     return MeshDistance(dist, closest, tri, kind, edge_dir)
 
 
+
 def triangle_pair_table(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """(12, T) per-triangle rows for `squared_distance_to_triangle_pairs`: A, AB, AC (3 rows each), AB.AB,
-    AB.AC, AC.AC, from the (T, 3) corners."""
+    """(T, 24) per-triangle data for `squared_distance_to_triangle_pairs`, from the (T, 3) corners: A, AB, AC,
+    the in-plane inward edge normals N x AB, N x BC, N x CA (NaN for a zero-area triangle, so that no point
+    projects inside it), the unit normal (3 columns each), then 1 / |AB|^2, 1 / |AC|^2, 1 / |BC|^2 (0 for a
+    zero-length edge). One row per triangle, so that a pair gathers one contiguous row."""
     ab, ac = b - a, c - a
-    return np.concatenate([a.T, ab.T, ac.T, np.stack([_dot(ab, ab), _dot(ab, ac), _dot(ac, ac)])], axis=0)
+    bc = ac - ab
+    normal = np.cross(ab, ac)
+    area2 = np.linalg.norm(normal, axis=1)
+    flat = ~(area2 > 0)
+    edge_normals = [np.cross(normal, e) for e in (ab, bc, -ac)]
+    for m in edge_normals:
+        m[flat] = np.nan
+    unit = normal / np.where(flat, 1.0, area2)[:, None]
+
+    def inverse(e):
+        e2 = _dot(e, e)
+        return np.where(e2 > 0, 1.0 / np.where(e2 > 0, e2, 1.0), 0.0)
+
+    rows = [a, ab, ac, *edge_normals, unit]
+    return np.ascontiguousarray(np.concatenate(rows + [np.stack([inverse(ab), inverse(ac), inverse(bc)], axis=1)],
+                                               axis=1))
 
 
-def squared_distance_to_triangle_pairs(px, py, pz, table: np.ndarray, triangle: np.ndarray):
-    """Squared distance (P,) and region id (P,) of point i (coordinates ``px, py, pz``, each (P,)) to triangle
-    ``triangle[i]`` of ``table`` (`triangle_pair_table`). One pair per entry, component arrays.
+_PAIR_CHUNK = 1 << 13  # pairs per pass: keeps the temporaries in cache
 
-    The Voronoi-region walk of `closest_points_on_triangles` (same conditions, same region order and ids), with
-    the six dot products d1..d6 formed from AP.AB and AP.AC and the triangle's own dot products (BP = AP - AB,
-    CP = AP - AC); the distances agree with it up to round-off (~1e-16 times the triangle and offset sizes).
+
+def squared_distance_to_triangle_pairs(px, py, pz, table: np.ndarray, triangle: np.ndarray, features: bool = False):
+    """Squared distance (P,) from point i (coordinates ``px, py, pz``, each (P,)) to triangle ``triangle[i]`` of
+    ``table`` (`triangle_pair_table`): one pair per entry.
+
+    The distance is the plane distance when the point projects inside the triangle (three in-plane edge tests)
+    and otherwise the smallest distance to the three edge segments; every term is formed from the point's
+    offsets to the corners, so it agrees with `closest_points_on_triangles` up to round-off (~1e-16 times
+    the triangle and offset sizes). With ``features``, also returns the region id (P,) int8 (0 face, 1/2/3
+    vertex A/B/C, 4/5/6 edge AB/AC/BC, as `closest_points_on_triangles`) and the (P, 3) vectors closest
+    point - point.
     """
-    t = table[:, triangle]
-    apx, apy, apz = px - t[0], py - t[1], pz - t[2]
-    abx, aby, abz, acx, acy, acz = t[3], t[4], t[5], t[6], t[7], t[8]
-    d1 = abx * apx + aby * apy + abz * apz
-    d2 = acx * apx + acy * apy + acz * apz
-    d3, d4 = d1 - t[9], d2 - t[10]  # AB.BP, AC.BP
-    d5, d6 = d1 - t[10], d2 - t[11]  # AB.CP, AC.CP
-    vc = d1 * d4 - d3 * d2
-    vb = d5 * d2 - d1 * d6
-    va = d3 * d6 - d5 * d4
-    e43, e56 = d4 - d3, d5 - d6
-    with np.errstate(divide="ignore", invalid="ignore"):
-        inv = 1.0 / (va + vb + vc)
-        v, w = vb * inv, vc * inv  # face
-        region = np.zeros(v.shape, dtype=np.int8)
-        # Later assignments win, so apply the regions in reverse order of the walk (A is tested first there).
-        for mask, rid, vv, ww in (
-            ((va <= 0) & (e43 >= 0) & (e56 >= 0), 6, None, e43 / (e43 + e56)),
-            ((vb <= 0) & (d2 >= 0) & (d6 <= 0), 5, 0.0, d2 / (d2 - d6)),
-            ((d6 >= 0) & (d5 <= d6), 3, 0.0, 1.0),
-            ((vc <= 0) & (d1 >= 0) & (d3 <= 0), 4, d1 / (d1 - d3), 0.0),
-            ((d3 >= 0) & (d4 <= d3), 2, 1.0, 0.0),
-            ((d1 <= 0) & (d2 <= 0), 1, 0.0, 0.0),
-        ):
-            if vv is None:  # edge BC: weights (1 - s, s)
-                vv = 1.0 - ww
-            v = np.where(mask, vv, v)
-            w = np.where(mask, ww, w)
-            region[mask] = rid
-    dx = v * abx + w * acx - apx
-    dy = v * aby + w * acy - apy
-    dz = v * abz + w * acz - apz
-    return dx * dx + dy * dy + dz * dz, region
+    px, py, pz = (np.asarray(x, dtype=np.float64).ravel() for x in (px, py, pz))
+    triangle = np.asarray(triangle, dtype=np.intp).ravel()
+    n = px.size
+    out = np.empty(n)
+    region = np.empty(n, dtype=np.int8) if features else None
+    offset = np.empty((n, 3)) if features else None
+    for lo in range(0, n, _PAIR_CHUNK):
+        hi = min(n, lo + _PAIR_CHUNK)
+        tri = triangle[lo:hi]
+        (ax, ay, az, abx, aby, abz, acx, acy, acz, m1x, m1y, m1z, m2x, m2y, m2z, m3x, m3y, m3z, nx, ny, nz,
+         iab, iac, ibc) = table.take(tri, axis=0).T  # one row gather, then strided column views
+        apx, apy, apz = px[lo:hi] - ax, py[lo:hi] - ay, pz[lo:hi] - az
+        bpx, bpy, bpz = apx - abx, apy - aby, apz - abz
+        cpx, cpy, cpz = apx - acx, apy - acy, apz - acz
+        bcx, bcy, bcz = acx - abx, acy - aby, acz - abz
+        inside = (apx * m1x + apy * m1y + apz * m1z) >= 0
+        inside &= (bpx * m2x + bpy * m2y + bpz * m2z) >= 0
+        inside &= (cpx * m3x + cpy * m3y + cpz * m3z) >= 0
+        plane = apx * nx + apy * ny + apz * nz
+        s_ab = np.minimum(np.maximum((apx * abx + apy * aby + apz * abz) * iab, 0.0), 1.0)
+        s_ac = np.minimum(np.maximum((apx * acx + apy * acy + apz * acz) * iac, 0.0), 1.0)
+        s_bc = np.minimum(np.maximum((bpx * bcx + bpy * bcy + bpz * bcz) * ibc, 0.0), 1.0)
+        e_ab = [apx - s_ab * abx, apy - s_ab * aby, apz - s_ab * abz]  # point - closest point of the edge
+        e_ac = [apx - s_ac * acx, apy - s_ac * acy, apz - s_ac * acz]
+        e_bc = [bpx - s_bc * bcx, bpy - s_bc * bcy, bpz - s_bc * bcz]
+        q_ab = e_ab[0] * e_ab[0] + e_ab[1] * e_ab[1] + e_ab[2] * e_ab[2]
+        q_ac = e_ac[0] * e_ac[0] + e_ac[1] * e_ac[1] + e_ac[2] * e_ac[2]
+        q_bc = e_bc[0] * e_bc[0] + e_bc[1] * e_bc[1] + e_bc[2] * e_bc[2]
+        edge = np.minimum(np.minimum(q_ab, q_ac), q_bc)
+        out[lo:hi] = np.where(inside, plane * plane, edge)
+        if features:
+            # Closest edge (first of AB, AC, BC on ties) and whether its parameter is clamped to a corner.
+            which = np.where(q_ab <= np.minimum(q_ac, q_bc), 0, np.where(q_ac <= q_bc, 1, 2))
+            s = np.choose(which, [s_ab, s_ac, s_bc])
+            ends = np.array([[1, 2], [1, 3], [2, 3]])[which]  # vertex ids at s = 0 and s = 1
+            rid = np.where(s <= 0.0, ends[:, 0], np.where(s >= 1.0, ends[:, 1], 4 + which))
+            region[lo:hi] = np.where(inside, 0, rid)
+            e = np.stack([np.choose(which, [e_ab[d], e_ac[d], e_bc[d]]) for d in range(3)], axis=1)
+            face = -plane[:, None] * np.stack([nx, ny, nz], axis=1)
+            offset[lo:hi] = np.where(inside[:, None], face, -e)
+    return (out, region, offset) if features else out
