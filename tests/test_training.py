@@ -1,0 +1,196 @@
+"""Training and evaluation scripts (superdex_gym.training): SAC + HER end to end on a small budget, evaluation of
+the saved model and of the scripted baseline, GIF output, seeded determinism, config handling.
+
+Env steps are slow here, so the end-to-end run is the smallest that exercises the whole path: 8 batched worlds,
+2000 timesteps (250 batched steps, 40 episodes), training from 400 timesteps (the first finished episodes), 2
+gradient steps per batched step on a [32, 32] net, a checkpoint and an evaluation every 1000 timesteps.
+"""
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("stable_baselines3")
+torch = pytest.importorskip("torch")
+
+from superdex_gym.training import evaluate as evaluate_mod  # noqa: E402
+from superdex_gym.training import train as train_mod  # noqa: E402
+from superdex_gym.training.config import available_configs, load_config  # noqa: E402
+
+SMALL = [
+    "model.learning_starts=400",
+    "model.policy_kwargs.net_arch=[32, 32]",
+    "model.batch_size=64",
+    "model.buffer_size=10000",
+    "model.gradient_steps=2",
+]
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run")
+    argv = ["--config", "push", "--total-timesteps", "2000", "--seed", "3", "--num-envs", "8", "--output", str(out),
+            "--device", "cpu", "--no-progress-bar", "--checkpoint-freq", "1000", "--eval-freq", "1000",
+            "--eval-episodes", "4", "-q"]
+    for o in SMALL:
+        argv += ["--set", o]
+    t0 = time.perf_counter()
+    assert train_mod.main(argv) == 0
+    return out, time.perf_counter() - t0
+
+
+def test_train_writes_the_run(trained_run):
+    out, seconds = trained_run
+    print(f"training 2000 timesteps took {seconds:.1f} s")
+    for name in ("model.zip", "model_vecnormalize.pkl", "best_model.zip", "best_model_vecnormalize.pkl",
+                 "config.json", "metrics.json", "learning_curve.csv", "progress.csv",
+                 "checkpoints/model_1000_steps.zip", "checkpoints/model_vecnormalize_1000_steps.pkl",
+                 "checkpoints/model_2000_steps.zip"):
+        assert (out / name).is_file(), name
+
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["env_id"] == "SuperDex/Push-v0" and cfg["algo"] == "sac"
+    assert cfg["train"]["num_envs"] == 8 and cfg["train"]["seed"] == 3 and cfg["train"]["total_timesteps"] == 2000
+    assert cfg["model"]["policy_kwargs"]["net_arch"] == [32, 32] and cfg["model"]["gamma"] == 0.95
+    assert cfg["her"] == {"n_sampled_goal": 4, "goal_selection_strategy": "future"}
+    assert cfg["train"]["normalize"] is True
+
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["timesteps"] == 2000 and metrics["num_envs"] == 8 and metrics["wall_time_s"] > 0
+    assert 0.0 <= metrics["last_success_rate"] <= 1.0 and metrics["eval_episodes"] == 4
+
+    lines = (out / "learning_curve.csv").read_text().strip().splitlines()
+    assert lines[0] == "timesteps,success_rate,mean_return,mean_final_distance,wall_time_s"
+    rows = [line.split(",") for line in lines[1:]]
+    assert [int(r[0]) for r in rows] == [1000, 2000]  # periodic at 1000 and 2000 (the final one is not repeated)
+    assert all(0.0 <= float(r[1]) <= 1.0 and -50.0 <= float(r[2]) <= 0.0 for r in rows)
+    assert float(rows[-1][1]) == metrics["last_success_rate"]
+
+    # the resolved config trains again as it is
+    again = load_config(out / "config.json")
+    assert again["model"] == cfg["model"] and again["train"] == cfg["train"]
+
+
+def test_evaluate_saved_model_writes_gif_and_json(trained_run, tmp_path):
+    out, _ = trained_run
+    gif, js = tmp_path / "model.gif", tmp_path / "eval.json"
+    r = evaluate_mod.evaluate(out / "model.zip", episodes=2, seed=10, gif=gif, render_width=64, render_height=48,
+                              json_path=js, num_envs=4)
+    assert r["env_id"] == "SuperDex/Push-v0"  # from the run's config.json
+    assert r["episodes"] == 2 and [e["seed"] for e in r["per_episode"]] == [10, 11]
+    assert all(e["length"] == 50 for e in r["per_episode"])
+    assert 0.0 <= r["success_rate"] <= 1.0 and -50.0 <= r["mean_return"] <= 0.0
+    assert json.loads(js.read_text())["success_rate"] == r["success_rate"]
+
+    # the first episode: the reset frame + 50 steps, 64 x 48, 25 fps (Pillow merges identical consecutive frames
+    # into one longer frame, so count frames by total duration)
+    assert r["video_frames"] == 51
+    from PIL import Image
+
+    with Image.open(gif) as im:
+        assert im.size == (64, 48)
+        total_ms = 0
+        for i in range(im.n_frames):
+            im.seek(i)
+            total_ms += im.info["duration"]
+    assert total_ms == 51 * 40
+
+    # deterministic and batch-size independent: the same seeds in one batch of 2 give the same results
+    r2 = evaluate_mod.evaluate(out / "model.zip", episodes=2, seed=10, num_envs=2)
+    assert r2["per_episode"] == r["per_episode"]
+    # a checkpoint finds its statistics under SB3's name
+    assert evaluate_mod.vecnormalize_path_for(out / "checkpoints" / "model_1000_steps.zip").name == \
+        "model_vecnormalize_1000_steps.pkl"
+
+
+def test_evaluate_refuses_a_normalized_model_without_its_statistics(trained_run, tmp_path):
+    out, _ = trained_run
+    for name in ("model.zip", "config.json"):
+        (tmp_path / name).write_bytes((out / name).read_bytes())
+    with pytest.raises(FileNotFoundError, match="vecnormalize"):
+        evaluate_mod.evaluate(tmp_path / "model.zip", episodes=1)
+    assert evaluate_mod.main([str(tmp_path / "model.zip"), "--episodes", "1"]) == 2
+    assert evaluate_mod.main([str(tmp_path / "model.zip"), "--episodes", "1", "--num-envs", "1",
+                              "--vecnormalize", str(out / "model_vecnormalize.pkl")]) == 0
+
+
+def test_scripted_baseline_through_the_cli(tmp_path):
+    js = tmp_path / "scripted.json"
+    assert evaluate_mod.main(["--scripted", "--env", "SuperDex/Push-v0", "--episodes", "3", "--seed", "0",
+                              "--json", str(js)]) == 0
+    r = json.loads(js.read_text())
+    assert r["policy"] == "scripted" and r["episodes"] == 3
+    assert r["success_rate"] >= 2 / 3
+    assert r["mean_return"] > -50.0
+
+
+def _small_run(tmp_path, name, seed):
+    return train_mod.train("push", output=tmp_path / name, total_timesteps=600, seed=seed, num_envs=8,
+                           device="cpu", progress_bar=False, checkpoint_freq=0, eval_freq=0, eval_episodes=0,
+                           overrides=SMALL, verbose=0)
+
+
+def test_same_seed_same_run(tmp_path):
+    """Two runs with one seed: identical replay buffers (observations, actions, rewards, HER episode bookkeeping)
+    and identical networks after 50 gradient steps."""
+    a, b = _small_run(tmp_path, "a", 7), _small_run(tmp_path, "b", 7)
+    ra, rb = a.model.replay_buffer, b.model.replay_buffer
+    assert ra.pos == rb.pos == 600 // 8
+    for key in ra.observations:
+        np.testing.assert_array_equal(ra.observations[key][: ra.pos], rb.observations[key][: rb.pos])
+        np.testing.assert_array_equal(ra.next_observations[key][: ra.pos], rb.next_observations[key][: rb.pos])
+    np.testing.assert_array_equal(ra.actions[: ra.pos], rb.actions[: rb.pos])
+    np.testing.assert_array_equal(ra.rewards[: ra.pos], rb.rewards[: rb.pos])
+    np.testing.assert_array_equal(ra.ep_start, rb.ep_start)
+    np.testing.assert_array_equal(ra.ep_length, rb.ep_length)
+    assert a.model._n_updates == b.model._n_updates == 2 * (600 - 400) // 8
+    sa, sb = a.model.policy.state_dict(), b.model.policy.state_dict()
+    assert sa.keys() == sb.keys()
+    for k in sa:
+        assert torch.equal(sa[k], sb[k]), k
+    assert torch.equal(a.model.log_ent_coef, b.model.log_ent_coef)
+    # the actions came from the policy, not a constant: the warm-up samples differ between worlds
+    assert np.unique(ra.actions[: ra.pos].reshape(-1, 4), axis=0).shape[0] > 100
+
+
+def test_packaged_configs_resolve():
+    assert {"push", "push_dense"} <= set(available_configs())
+    for name, env_id in (("push", "SuperDex/Push-v0"), ("push_dense", "SuperDex/PushDense-v0")):
+        c = load_config(name)
+        assert c["env_id"] == env_id and c["algo"] == "sac"
+        m = c["model"]
+        assert (m["learning_rate"], m["buffer_size"], m["gamma"], m["tau"]) == (1e-3, 1_000_000, 0.95, 0.05)
+        assert m["policy"] == "MultiInputPolicy" and m["policy_kwargs"]["net_arch"] == [256, 256, 256]
+        assert c["her"] == {"n_sampled_goal": 4, "goal_selection_strategy": "future"}
+
+
+def test_config_overrides_and_errors(tmp_path):
+    c = load_config("push", ["model.batch_size=128", "train.eval_freq=0", "model.policy_kwargs.net_arch=[8]",
+                             "env.friction=0.7", "algo=sac"])
+    assert c["model"]["batch_size"] == 128 and c["train"]["eval_freq"] == 0
+    assert c["model"]["policy_kwargs"]["net_arch"] == [8] and c["env"]["friction"] == 0.7
+    with pytest.raises(ValueError, match="unknown section"):
+        load_config("push", ["modle.batch_size=1"])
+    with pytest.raises(ValueError, match="unknown \\[train\\] keys"):
+        load_config("push", ["train.total_timestep=1"])
+    with pytest.raises(FileNotFoundError, match="push_dense"):
+        load_config("no_such_config")
+    # HER needs a finished episode before sampling: learning_starts is raised to num_envs * 50
+    c = train_mod.resolve("push", num_envs=64)
+    assert c["model"]["learning_starts"] == 64 * 50 and c["notes"]
+    with pytest.raises(ValueError, match="replay_buffer_class"):
+        train_mod.resolve("push", overrides=["model.replay_buffer_class=x"])
+
+
+def test_mp4_without_imageio_ffmpeg_names_the_package(tmp_path):
+    try:
+        import imageio_ffmpeg  # noqa: F401
+    except ModuleNotFoundError:
+        pass
+    else:
+        pytest.skip("imageio-ffmpeg is installed")
+    with pytest.raises(ModuleNotFoundError, match="imageio-ffmpeg"):
+        evaluate_mod.evaluate(scripted=True, episodes=1, mp4=tmp_path / "x.mp4")
+    assert evaluate_mod.main(["--scripted", "--episodes", "1", "--mp4", str(tmp_path / "x.mp4")]) == 2

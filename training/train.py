@@ -1,0 +1,351 @@
+"""Train SAC + HER on a SuperDex environment from a config file.
+
+    python -m superdex_gym.training.train --config push --total-timesteps 1000000 --seed 0 --num-envs 16 \\
+        --output runs/push-s0
+
+The environment is the native batched SB3 VecEnv (``SuperDexSB3VecEnv``: ``--num-envs`` worlds in one engine
+scene, world i seeded with seed + i), the replay buffer ``HerReplayBuffer``, the policy ``MultiInputPolicy``; the
+hyperparameters come from the config (``configs/push.toml``, sources cited there). The run writes, in OUTPUT:
+
+    model.zip               the final model (evaluate it with ``python -m superdex_gym.training.evaluate``)
+    model_vecnormalize.pkl  its observation-normalization statistics (when ``normalize``; evaluate loads them)
+    best_model.zip          the model at the best periodic evaluation (when evaluations run), + _vecnormalize.pkl
+    config.json             the resolved config (trains again as ``--config OUTPUT/config.json``)
+    metrics.json            timesteps, wall time, final / best success rate, train success rate, versions
+    learning_curve.csv      timesteps, success_rate, mean_return, mean_final_distance, wall_time_s per evaluation
+    learning_curve.png      the same, plotted (only when matplotlib is installed)
+    progress.csv            SB3's logger (losses, entropy coefficient, rollout success rate, ...)
+    checkpoints/            model_<timesteps>_steps.zip (+ model_vecnormalize_<timesteps>_steps.pkl) every
+                            --checkpoint-freq timesteps
+
+Evaluations run ``eval_episodes`` seeded episodes (seeds eval_seed + i, the same every time) of the deterministic
+policy on a separate batched env every ``--eval-freq`` timesteps and once at the end. The same seed and config
+give the same run (``set_random_seed`` for python / numpy / torch, seeded worlds and action space,
+``torch.use_deterministic_algorithms``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+try:
+    import stable_baselines3
+    import torch
+    from stable_baselines3 import HerReplayBuffer
+    from stable_baselines3.common.callbacks import BaseCallback, CallbackList, CheckpointCallback
+    from stable_baselines3.common.logger import configure
+    from stable_baselines3.common.utils import set_random_seed
+    from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
+except ModuleNotFoundError as _e:  # pragma: no cover - depends on the install
+    raise ModuleNotFoundError(f"superdex_gym.training needs stable-baselines3 and torch ({_e}); "
+                              "pip install stable-baselines3") from _e
+
+import gymnasium as gym
+
+from .config import load_config
+from .evaluate import algorithm_class
+from .rollout import ModelPolicy, make_eval_vec_env, run_batched_episodes
+
+CURVE_FIELDS = ("timesteps", "success_rate", "mean_return", "mean_final_distance", "wall_time_s")
+
+
+@dataclass
+class TrainResult:
+    model: object
+    output: Path
+    config: dict
+    metrics: dict
+    curve: list = field(default_factory=list)
+
+    @property
+    def model_path(self) -> Path:
+        return self.output / "model.zip"
+
+
+# --- evaluation callback ------------------------------------------------------------------------------------------
+class SuccessEvalCallback(BaseCallback):
+    """Every ``eval_freq`` timesteps (and at the end): ``n_episodes`` seeded episodes of the deterministic policy on
+    a batched eval env; logs ``eval/success_rate`` and ``eval/mean_return``, appends a row to the learning curve
+    CSV, and saves ``best_model.zip`` when the success rate improves."""
+
+    def __init__(self, eval_env, n_episodes: int, eval_seed: int, eval_freq: int, curve_path: Path,
+                 best_model_path: Path | None, start_time: float, verbose: int = 1):
+        super().__init__(verbose)
+        self.eval_env, self.n_episodes, self.eval_seed = eval_env, int(n_episodes), int(eval_seed)
+        self.eval_freq, self.curve_path, self.best_model_path = int(eval_freq), curve_path, best_model_path
+        self.start_time = start_time
+        self.rows: list[dict] = []
+        self.best_success = -1.0
+        self._next_eval = self.eval_freq
+
+    def _on_step(self) -> bool:
+        if self.eval_freq > 0 and self.num_timesteps >= self._next_eval:
+            while self._next_eval <= self.num_timesteps:
+                self._next_eval += self.eval_freq
+            self.run_evaluation()
+        return True
+
+    def run_evaluation(self, dump: bool = False) -> dict:
+        if self.rows and self.rows[-1]["timesteps"] == self.num_timesteps:
+            return self.rows[-1]  # the final evaluation coincides with the last periodic one
+        policy = ModelPolicy(self.model, deterministic=True, normalizer=self.model.get_vec_normalize_env())
+        r = run_batched_episodes(self.eval_env, policy, self.n_episodes, self.eval_seed)
+        s = r.summary()
+        row = {"timesteps": int(self.num_timesteps), "success_rate": s["success_rate"],
+               "mean_return": s["mean_return"], "mean_final_distance": s["mean_final_distance"],
+               "wall_time_s": round(time.perf_counter() - self.start_time, 3)}
+        self.rows.append(row)
+        write_curve(self.curve_path, self.rows)
+        self.logger.record("eval/success_rate", row["success_rate"])
+        self.logger.record("eval/mean_return", row["mean_return"])
+        self.logger.record("eval/mean_final_distance", row["mean_final_distance"])
+        if dump:  # after learn(): nothing else writes the logger's row
+            self.logger.dump(self.num_timesteps)
+        if self.best_model_path is not None and row["success_rate"] > self.best_success:
+            self.best_success = row["success_rate"]
+            save_model(self.model, self.best_model_path)
+        if self.verbose:
+            msg = (f"eval @ {row['timesteps']} timesteps: success rate {row['success_rate']:.3f}, "
+                   f"mean return {row['mean_return']:.2f} ({self.n_episodes} episodes)")
+            _print(msg)
+        return row
+
+
+def _print(msg: str) -> None:
+    try:  # above an active tqdm / rich progress bar
+        from tqdm import tqdm
+
+        tqdm.write(msg)
+    except ImportError:
+        print(msg, flush=True)
+
+
+def save_model(model, path: Path) -> None:
+    """``<name>.zip`` and, when the model trains behind ``VecNormalize``, its statistics ``<name>_vecnormalize.pkl``
+    (``evaluate`` finds them there)."""
+    path = Path(path)
+    model.save(path)
+    norm = model.get_vec_normalize_env()
+    if norm is not None:
+        norm.save(path.with_name(path.stem + "_vecnormalize.pkl"))
+
+
+def write_curve(path: Path, rows: list[dict]) -> None:
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=CURVE_FIELDS)
+        w.writeheader()
+        w.writerows(rows)
+
+
+def plot_curve(csv_rows: list[dict], path: Path, title: str) -> Path | None:
+    """A PNG of success rate and mean return against timesteps, when matplotlib is installed."""
+    if not csv_rows:
+        return None
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    t = [r["timesteps"] for r in csv_rows]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.6))
+    a.plot(t, [r["success_rate"] for r in csv_rows], marker="o")
+    a.set(xlabel="timesteps", ylabel="success rate", ylim=(-0.02, 1.02), title=title)
+    b.plot(t, [r["mean_return"] for r in csv_rows], marker="o", color="tab:orange")
+    b.set(xlabel="timesteps", ylabel="mean return", title="mean episode return")
+    for ax in (a, b):
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+# --- the run ------------------------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def torch_settings(deterministic: bool, threads: int):
+    """``torch.use_deterministic_algorithms(True)`` and ``torch.set_num_threads(threads)`` (when > 0) inside the
+    block; both restored after."""
+    previous_det = torch.are_deterministic_algorithms_enabled()
+    previous_threads = torch.get_num_threads()
+    if deterministic:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # needed by deterministic cuBLAS on CUDA
+        torch.use_deterministic_algorithms(True, warn_only=True)
+    if threads > 0:
+        torch.set_num_threads(int(threads))
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(previous_det)
+        torch.set_num_threads(previous_threads)
+
+
+def resolve(config, *, total_timesteps=None, seed=None, num_envs=None, device=None, progress_bar=None,
+            checkpoint_freq=None, eval_freq=None, eval_episodes=None, overrides=()) -> dict:
+    """The config (name, path or dict) with the overrides and the command-line values applied, validated."""
+    cfg = load_config(config, overrides)
+    t = cfg["train"]
+    for key, value in (("total_timesteps", total_timesteps), ("seed", seed), ("num_envs", num_envs),
+                       ("device", device), ("progress_bar", progress_bar), ("checkpoint_freq", checkpoint_freq),
+                       ("eval_freq", eval_freq), ("eval_episodes", eval_episodes)):
+        if value is not None:
+            t[key] = value
+    for key in ("total_timesteps", "num_envs", "checkpoint_freq", "eval_freq", "eval_episodes", "seed",
+                "torch_threads"):
+        t[key] = int(t[key])
+    if t["num_envs"] < 1 or t["total_timesteps"] < 1 or t["eval_episodes"] < 0:
+        raise ValueError(f"need num_envs >= 1, total_timesteps >= 1, eval_episodes >= 0; got {t}")
+    for key in ("replay_buffer_class", "replay_buffer_kwargs", "env", "seed", "device"):
+        if key in cfg["model"]:
+            raise ValueError(f"[model] must not set {key!r} (HER is configured in [her], seed/device in [train])")
+    spec = gym.spec(cfg["env_id"])
+    episode = int(spec.max_episode_steps or 50)
+    ls = int(cfg["model"].get("learning_starts", 100))
+    if ls < t["num_envs"] * episode:  # HER samples finished episodes only: one must end before training starts
+        cfg["model"]["learning_starts"] = t["num_envs"] * episode
+        cfg.setdefault("notes", []).append(f"model.learning_starts raised from {ls} to num_envs * episode length "
+                                           f"= {t['num_envs'] * episode} (HER needs a finished episode)")
+    return cfg
+
+
+def train(config="push", *, output: str | Path = "runs/train", total_timesteps=None, seed=None, num_envs=None,
+          device=None, progress_bar=None, checkpoint_freq=None, eval_freq=None, eval_episodes=None, overrides=(),
+          verbose: int = 1) -> TrainResult:
+    """Train from a config (``"push"``, a path, or a dict) and write the run to ``output`` (see the module doc)."""
+    from .. import envs as _envs
+    from ..envs.sb3_vec_env import SuperDexSB3VecEnv
+
+    _envs.register_envs()
+    cfg = resolve(config, total_timesteps=total_timesteps, seed=seed, num_envs=num_envs, device=device,
+                  progress_bar=progress_bar, checkpoint_freq=checkpoint_freq, eval_freq=eval_freq,
+                  eval_episodes=eval_episodes, overrides=overrides)
+    t = cfg["train"]
+    out = Path(output)
+    out.mkdir(parents=True, exist_ok=True)
+    cfg["versions"] = {"stable_baselines3": stable_baselines3.__version__, "torch": torch.__version__,
+                       "gymnasium": gym.__version__}
+    (out / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    for note in cfg.get("notes", []):
+        _print(f"note: {note}")
+
+    spec = gym.spec(cfg["env_id"])
+    env_kwargs = {**spec.kwargs, **cfg["env"]}
+    n, s = t["num_envs"], t["seed"]
+    start = time.perf_counter()
+    with torch_settings(bool(t["deterministic_torch"]), int(t["torch_threads"])):
+        set_random_seed(s)
+        venv = VecMonitor(SuperDexSB3VecEnv(n, seed=s, max_episode_steps=int(spec.max_episode_steps or 50),
+                                            **env_kwargs))
+        if t["normalize"]:  # observations only: HER recomputes rewards from the stored (raw) goals
+            venv = VecNormalize(venv, norm_obs=True, norm_reward=False, clip_obs=float(t["clip_obs"]),
+                                gamma=float(cfg["model"].get("gamma", 0.99)))
+        model_kwargs = dict(cfg["model"])
+        policy = model_kwargs.pop("policy", "MultiInputPolicy")
+        if isinstance(model_kwargs.get("train_freq"), list):
+            model_kwargs["train_freq"] = tuple(model_kwargs["train_freq"])
+        cls = algorithm_class(cfg["algo"])
+        model = cls(policy, venv, replay_buffer_class=HerReplayBuffer, replay_buffer_kwargs=dict(cfg["her"]),
+                    seed=s, device=t["device"], verbose=0, **model_kwargs)
+        model.set_logger(configure(str(out), ["csv"] + (["stdout"] if verbose >= 2 else [])))
+
+        callbacks = []
+        if t["checkpoint_freq"] > 0:
+            callbacks.append(CheckpointCallback(save_freq=max(t["checkpoint_freq"] // n, 1),
+                                                save_path=str(out / "checkpoints"), name_prefix="model",
+                                                save_vecnormalize=True))
+        eval_cb = None
+        eval_env = None
+        if t["eval_episodes"] > 0:
+            eval_env = make_eval_vec_env(cfg["env_id"], min(t["eval_episodes"], 64), cfg["env"])
+            eval_cb = SuccessEvalCallback(eval_env, t["eval_episodes"], t["eval_seed"], t["eval_freq"],
+                                          out / "learning_curve.csv",
+                                          out / "best_model.zip" if t["eval_freq"] > 0 else None, start,
+                                          verbose=int(verbose >= 1))
+            callbacks.append(eval_cb)
+        model.learn(total_timesteps=t["total_timesteps"], callback=CallbackList(callbacks),
+                    progress_bar=bool(t["progress_bar"]))
+        train_time = time.perf_counter() - start
+        final = eval_cb.run_evaluation(dump=True) if eval_cb is not None else None
+        save_model(model, out / "model.zip")
+        if eval_env is not None:
+            eval_env.close()
+    wall = time.perf_counter() - start
+
+    curve = eval_cb.rows if eval_cb is not None else []
+    png = plot_curve(curve, out / "learning_curve.png", cfg["env_id"])
+    success_buffer = list(model.ep_success_buffer or [])
+    metrics = {
+        "env_id": cfg["env_id"],
+        "algo": cfg["algo"],
+        "seed": s,
+        "num_envs": n,
+        "timesteps": int(model.num_timesteps),
+        "wall_time_s": round(wall, 3),
+        "train_time_s": round(train_time, 3),
+        "timesteps_per_s": round(model.num_timesteps / max(train_time, 1e-9), 2),
+        "last_success_rate": None if final is None else final["success_rate"],
+        "last_mean_return": None if final is None else final["mean_return"],
+        "best_success_rate": max((r["success_rate"] for r in curve), default=None),
+        "eval_episodes": t["eval_episodes"],
+        "train_success_rate_last_100": (sum(map(float, success_buffer)) / len(success_buffer)
+                                        if success_buffer else None),
+        "learning_curve_png": None if png is None else str(png.name),
+        "versions": cfg["versions"],
+    }
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    if verbose >= 1:
+        last = "n/a" if final is None else f"{final['success_rate']:.3f}"
+        _print(f"trained {metrics['timesteps']} timesteps in {wall:.1f} s; final success rate {last}; "
+               f"model: {out / 'model.zip'}")
+    return TrainResult(model=model, output=out, config=cfg, metrics=metrics, curve=curve)
+
+
+# --- command line -------------------------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="superdex-train", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", default="push", help="packaged config name (push, push_dense) or a .toml/.json path")
+    p.add_argument("--total-timesteps", type=int, default=None)
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--num-envs", type=int, default=None, help="batched worlds")
+    p.add_argument("--output", default=None, help="run directory (default runs/<config>-s<seed>)")
+    p.add_argument("--device", default=None, help="cpu, cuda or auto")
+    p.add_argument("--progress-bar", action=argparse.BooleanOptionalAction, default=None)
+    p.add_argument("--checkpoint-freq", type=int, default=None, help="timesteps between checkpoints (0: none)")
+    p.add_argument("--eval-freq", type=int, default=None, help="timesteps between evaluations (0: final only)")
+    p.add_argument("--eval-episodes", type=int, default=None, help="episodes per evaluation (0: no evaluation)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="override a config value, e.g. --set model.batch_size=256 (repeatable)")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="also print SB3's logger tables")
+    p.add_argument("-q", "--quiet", action="store_true")
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    output = args.output
+    if output is None:
+        name = Path(args.config).stem
+        output = f"runs/{name}-s{args.seed if args.seed is not None else 0}"
+    try:
+        train(args.config, output=output, total_timesteps=args.total_timesteps, seed=args.seed,
+              num_envs=args.num_envs, device=args.device, progress_bar=args.progress_bar,
+              checkpoint_freq=args.checkpoint_freq, eval_freq=args.eval_freq, eval_episodes=args.eval_episodes,
+              overrides=args.overrides, verbose=0 if args.quiet else 1 + args.verbose)
+    except (FileNotFoundError, ModuleNotFoundError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
