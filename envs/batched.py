@@ -163,9 +163,9 @@ class GripperPushWorlds:
         """Goal-conditioned observation dict of float32 arrays with a leading world axis."""
         grip, grip_vel = self.gripper.grip_point()
         fingers, finger_vel = self.gripper.finger_state()
-        pos, quat = self.scene.get_actor_poses([self.cube])
+        cube = self.scene.get_actor_translations([self.cube])[:, 0]
+        cube_rot = mochi.lie.log_so3(self.scene.get_actor_rotations([self.cube])[:, 0])
         lin, ang = self.scene.get_actor_velocities([self.cube])
-        cube, cube_rot = pos[:, 0], mochi.lie.quat_to_rotvec(quat[:, 0])
         spin = V_MAX / (self.config.task.cube_size_m / 2)
         obs = np.concatenate(
             [grip, cube, cube - grip, fingers, cube_rot, np.clip(lin[:, 0], -V_MAX, V_MAX),

@@ -99,8 +99,7 @@ class PushTask:
 
     # --- goals and rewards -------------------------------------------------------------------------------------
     def achieved_goal(self) -> np.ndarray:
-        pos, _ = self.scene.get_actor_poses([self.cube])
-        return pos[:, 0]
+        return self.scene.get_actor_translations([self.cube])[:, 0]
 
     def distance(self, achieved_goal: np.ndarray, desired_goal: np.ndarray) -> np.ndarray:
         """Euclidean distance [m] over the last axis (batched)."""

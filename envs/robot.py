@@ -101,14 +101,14 @@ class FloatingGripper:
     # --- state ----------------------------------------------------------------------------------------------------
     def grip_point(self) -> tuple[np.ndarray, np.ndarray]:
         """Measured grip point (W, 3) [m] and its velocity (W, 3) [m/s]: between the finger tips."""
-        pos, _ = self.scene.get_actor_poses(self.fingers)
+        pos = self.scene.get_actor_translations(self.fingers)
         lin, _ = self.scene.get_actor_velocities(self.fingers)
         tip = np.array([0.0, 0.0, -self.config.finger_half_extents[2]])
         return pos.mean(axis=1) + tip, lin.mean(axis=1)
 
     def finger_state(self) -> tuple[np.ndarray, np.ndarray]:
         """Finger offsets from the grip axis along Y (W, 2) [m] and their velocities (W, 2) [m/s]."""
-        pos, _ = self.scene.get_actor_poses(self.fingers)
+        pos = self.scene.get_actor_translations(self.fingers)
         lin, _ = self.scene.get_actor_velocities(self.fingers)
         centre = pos[:, :, 1].mean(axis=1, keepdims=True)
         return pos[:, :, 1] - centre, lin[:, :, 1] - lin[:, :, 1].mean(axis=1, keepdims=True)

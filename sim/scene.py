@@ -315,6 +315,13 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         trans = cur.com_position[:, rows] - np.einsum("wkij,kj->wki", rot, com_local)
         return trans, lie.matrix_to_quat(rot)
 
+    def get_actor_translations(self, actors) -> np.ndarray:
+        """Root-transform translations (W, K, 3) of ``actors`` (no quaternion conversion)."""
+        rows = self._rows(actors)
+        com_local = np.array([self._records[r].com_local for r in rows]).reshape(len(rows), 3)
+        cur = self._state.current
+        return cur.com_position[:, rows] - np.einsum("wkij,kj->wki", cur.rotation[:, rows], com_local)
+
     def get_actor_rotations(self, actors) -> np.ndarray:
         return self._state.current.rotation[:, self._rows(actors)].copy()
 
