@@ -46,6 +46,9 @@ __all__ = [
     "collider_from_mesh",
     "collider_from_sphere",
     "collider_from_plane",
+    "plane_sdf_components",
+    "sphere_sdf_components",
+    "box_sdf_components",
 ]
 
 
@@ -116,6 +119,118 @@ def resolve_collider_type(requested, shape_kind, is_static: bool) -> ColliderTyp
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# Analytic fields as batched kernels
+#
+# The kernels work component-first: points are (3, ...) arrays (x, y, z along the first axis) and every field
+# parameter broadcasts against the trailing shape, so one call evaluates any number of colliders of one type
+# (one row of parameters per point) -- the contact potential evaluates all its boxes at once this way. The
+# collider classes below call the same kernels with their own parameters, so both give identical values.
+# Dot products and matrix-vector products are written out component by component (no einsum / matmul on
+# 3-vectors, which is slow for small trailing axes).
+
+
+def _expand(param, ndim: int) -> np.ndarray:
+    """A per-collider parameter of shape (3,) or (3, 3) reshaped to broadcast against (3, *S) with len(S) = ndim."""
+    p = np.asarray(param, dtype=np.float64)
+    return p.reshape(p.shape + (1,) * ndim)
+
+
+def _component_first(points) -> np.ndarray:
+    return np.moveaxis(as_points(points), -1, 0)
+
+
+def _last_axis(x: np.ndarray) -> np.ndarray:
+    """(3, ...) -> (..., 3)."""
+    return np.ascontiguousarray(np.moveaxis(x, 0, -1))
+
+
+def _last_axes(h: np.ndarray | None) -> np.ndarray | None:
+    """(3, 3, ...) -> (..., 3, 3)."""
+    return None if h is None else np.ascontiguousarray(np.moveaxis(h, (0, 1), (-2, -1)))
+
+
+def plane_sdf_components(y, normal, distance_m, want_hessian: bool = False):
+    """phi = n . y - d for points y (3, ...); unit normals n (3, ...) and offsets d broadcast per point.
+
+    Returns (phi (...), grad (3, ...), hessian (3, 3, ...) or None).
+    """
+    phi = (y[0] * normal[0] + y[1] * normal[1]) + y[2] * normal[2] - distance_m
+    grad = np.empty(y.shape)
+    grad[...] = normal
+    hess = np.zeros((3,) + y.shape) if want_hessian else None
+    return phi, grad, hess
+
+
+def sphere_sdf_components(y, center, radius_m, want_hessian: bool = False):
+    """phi = |y - c| - r for points y (3, ...); centres (3, ...) and radii broadcast per point (see SphereCollider)."""
+    d = y - center
+    dist = np.sqrt((d[0] * d[0] + d[1] * d[1]) + d[2] * d[2])
+    at_centre = dist <= 0.0
+    safe = np.where(at_centre, 1.0, dist)
+    unit = d / safe
+    if np.any(at_centre):
+        unit = np.where(at_centre, np.array([0.0, 1.0, 0.0]).reshape((3,) + (1,) * dist.ndim), unit)
+    hess = None
+    if want_hessian:
+        # d^2 |d| = (I - n n^T) / |d|
+        eye = np.eye(3).reshape((3, 3) + (1,) * dist.ndim)
+        hess = (eye - unit[:, None] * unit[None, :]) / safe
+        hess = np.where(at_centre, 0.0, hess)
+    return dist - radius_m, unit, hess
+
+
+def box_sdf_components(y, center, half_extents_m, rotation=None, want_hessian: bool = False, want_grad: bool = True):
+    """Exact box SDF (see BoxCollider) for points y (3, ...) in the body frame; centres (3, ...), half extents
+    (3, ...) and body-from-box rotations (3, 3, ...) (None: axis-aligned) broadcast per point.
+
+    Returns (phi (...), grad (3, ...), hessian (3, 3, ...) or None); ``want_grad=False`` returns phi alone
+    (grad and hessian None), for bounds.
+    """
+    d = y - center
+    if rotation is None:
+        local = d
+    else:  # local_j = sum_i d_i R_ij (box-frame coordinates)
+        local = (d[0] * rotation[0] + d[1] * rotation[1]) + d[2] * rotation[2]
+    q = np.abs(local) - half_extents_m
+    pos = np.maximum(q, 0.0)
+    out_dist = np.sqrt((pos[0] * pos[0] + pos[1] * pos[1]) + pos[2] * pos[2])
+    q_max = np.maximum(np.maximum(q[0], q[1]), q[2])
+    phi = out_dist + np.minimum(q_max, 0.0)
+    if not want_grad:
+        return phi, None, None
+    sign = np.where(local < 0.0, -1.0, 1.0)
+    outside = out_dist > 0.0
+    safe = np.where(outside, out_dist, 1.0)
+    unit_out = pos / safe
+    # Inside: the normal of the nearest face, the first axis on a tie (argmax).
+    ax0 = q[0] >= q_max
+    ax1 = ~ax0 & (q[1] >= q_max)
+    unit_in = np.empty(q.shape)
+    unit_in[0] = ax0
+    unit_in[1] = ax1
+    unit_in[2] = ~(ax0 | ax1)
+    grad_local = sign * np.where(outside, unit_out, unit_in)
+    if rotation is None:
+        grad = grad_local
+    else:  # grad_i = sum_j R_ij grad_local_j
+        grad = (rotation[:, 0] * grad_local[0] + rotation[:, 1] * grad_local[1]) + rotation[:, 2] * grad_local[2]
+    hess = None
+    if want_hessian:
+        active = (q > 0.0).astype(np.float64)
+        eye = np.eye(3).reshape((3, 3) + (1,) * phi.ndim)
+        proj = eye * active[None, :] - unit_out[:, None] * unit_out[None, :]
+        proj = proj * active[:, None]  # restrict rows and columns to the positive components
+        hess_local = sign[:, None] * proj * sign[None, :] / safe
+        hess_local = np.where(outside, hess_local, 0.0)
+        if rotation is None:
+            hess = hess_local
+        else:  # R H R^T
+            rh = sum(rotation[:, k, None] * hess_local[k][None] for k in range(3))
+            hess = sum(rh[:, k, None] * rotation[None, :, k] for k in range(3))
+    return phi, grad, hess
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # Analytic fields
 
 
@@ -137,10 +252,9 @@ class PlaneCollider:
         return PlaneCollider(self.normal, self.distance_m + float(self.normal @ np.asarray(offset, dtype=float)))
 
     def evaluate(self, points, want_hessian: bool = False) -> SdfValues:
-        y = as_points(points)
-        phi = y @ self.normal - self.distance_m
-        grad = np.broadcast_to(self.normal, y.shape).copy()
-        return SdfValues(phi, grad, np.zeros(y.shape + (3,)) if want_hessian else None)
+        y = _component_first(points)
+        phi, grad, _ = plane_sdf_components(y, _expand(self.normal, y.ndim - 1), self.distance_m)
+        return SdfValues(phi, _last_axis(grad), np.zeros(y.shape[1:] + (3, 3)) if want_hessian else None)
 
     def distance_lower_bound(self, points) -> np.ndarray:
         return lower_bound_from_bound(self.bound, as_points(points))
@@ -162,17 +276,9 @@ class SphereCollider:
         return SphereCollider(self.center + np.asarray(offset, dtype=float), self.radius_m)
 
     def evaluate(self, points, want_hessian: bool = False) -> SdfValues:
-        d = as_points(points) - self.center
-        dist = np.linalg.norm(d, axis=-1)
-        at_centre = dist <= 0.0
-        safe = np.where(at_centre, 1.0, dist)
-        unit = np.where(at_centre[..., None], np.array([0.0, 1.0, 0.0]), d / safe[..., None])
-        hess = None
-        if want_hessian:
-            # d^2 |d| = (I - n n^T) / |d|
-            hess = (np.eye(3) - unit[..., :, None] * unit[..., None, :]) / safe[..., None, None]
-            hess = np.where(at_centre[..., None, None], 0.0, hess)
-        return SdfValues(dist - self.radius_m, unit, hess)
+        y = _component_first(points)
+        phi, grad, hess = sphere_sdf_components(y, _expand(self.center, y.ndim - 1), self.radius_m, want_hessian)
+        return SdfValues(phi, _last_axis(grad), _last_axes(hess))
 
     def distance_lower_bound(self, points) -> np.ndarray:
         return lower_bound_from_bound(self.bound, as_points(points))
@@ -198,34 +304,19 @@ class BoxCollider:
         if not np.allclose(rot.T @ rot, np.eye(3), atol=1e-9) or np.linalg.det(rot) <= 0:
             raise ValueError("BoxCollider: rotation must be a proper rotation matrix")
         self.rotation = rot
+        self.axis_aligned = bool(np.array_equal(rot, np.eye(3)))  # the kernel then skips the rotation
         self.bound = SdfBound(is_halfspace=False, vector=self.center, scalar=float(np.linalg.norm(self.half_extents_m)))
 
     def translated(self, offset) -> "BoxCollider":
         return BoxCollider(self.center + np.asarray(offset, dtype=float), self.half_extents_m, self.rotation)
 
     def evaluate(self, points, want_hessian: bool = False) -> SdfValues:
-        local = (as_points(points) - self.center) @ self.rotation  # box-frame coordinates
-        sign = np.where(local < 0.0, -1.0, 1.0)
-        q = np.abs(local) - self.half_extents_m
-        pos = np.maximum(q, 0.0)
-        out_dist = np.linalg.norm(pos, axis=-1)
-        outside = out_dist > 0.0
-        inside_axis = np.argmax(q, axis=-1)
-        phi = out_dist + np.minimum(np.max(q, axis=-1), 0.0)
-        safe = np.where(outside, out_dist, 1.0)
-        unit_out = pos / safe[..., None]
-        unit_in = np.zeros_like(q)
-        np.put_along_axis(unit_in, inside_axis[..., None], 1.0, axis=-1)
-        grad_local = sign * np.where(outside[..., None], unit_out, unit_in)
-        hess = None
-        if want_hessian:
-            active = (q > 0.0).astype(np.float64)
-            proj = np.eye(3) * active[..., None, :] - unit_out[..., :, None] * unit_out[..., None, :]
-            proj = proj * active[..., :, None]  # restrict rows and columns to the positive components
-            hess_local = sign[..., :, None] * proj * sign[..., None, :] / safe[..., None, None]
-            hess_local = np.where(outside[..., None, None], hess_local, 0.0)
-            hess = self.rotation @ hess_local @ self.rotation.T
-        return SdfValues(phi, grad_local @ self.rotation.T, hess)
+        y = _component_first(points)
+        k = y.ndim - 1
+        rot = None if self.axis_aligned else _expand(self.rotation, k)
+        phi, grad, hess = box_sdf_components(y, _expand(self.center, k), _expand(self.half_extents_m, k), rot,
+                                             want_hessian)
+        return SdfValues(phi, _last_axis(grad), _last_axes(hess))
 
     def distance_lower_bound(self, points) -> np.ndarray:
         return lower_bound_from_bound(self.bound, as_points(points))

@@ -24,7 +24,7 @@ import numpy as np
 
 from .ramp import poly_relu
 
-__all__ = ["PenaltyScalar", "PenaltyTerms", "penalty_scalar", "penalty_energy"]
+__all__ = ["PenaltyScalar", "PenaltyTerms", "penalty_scalar", "penalty_energy", "penalty_energy_components"]
 
 
 class PenaltyScalar(NamedTuple):
@@ -41,19 +41,22 @@ class PenaltyTerms(NamedTuple):
     load: np.ndarray  # (R,) lambda_n
 
 
-def penalty_scalar(phi, penalty_coefficient, smoothing_half_distance_m, threshold_m) -> PenaltyScalar:
+def penalty_scalar(
+    phi, penalty_coefficient, smoothing_half_distance_m, threshold_m, check: bool = True
+) -> PenaltyScalar:
     """Scalar penalty kernel of the signed distance ``phi`` [m]; parameters broadcast against ``phi``.
 
     Active for phi < delta, blended over delta - 2 eps < phi < delta, linear in the penetration below.
+    ``check=False`` skips the parameter validation (parameters validated once by the caller).
     """
     phi = np.asarray(phi, dtype=np.float64)
     k = np.asarray(penalty_coefficient, dtype=np.float64)
     eps = np.asarray(smoothing_half_distance_m, dtype=np.float64)
     delta = np.asarray(threshold_m, dtype=np.float64)
-    if np.any(k < 0):
+    if check and np.any(k < 0):
         raise ValueError("penalty_scalar: the penalty coefficient must be >= 0")
     # h(x) with x = -phi; dh/dphi = -h'(x), d^2h/dphi^2 = h''(x).
-    h = poly_relu(-phi, eps, eps - delta)
+    h = poly_relu(-phi, eps, eps - delta, check)
     load = k * h.value * h.d1
     return PenaltyScalar(0.5 * k * h.value**2, -load, k * (h.d1**2 + h.value * h.d2), load)
 
@@ -72,12 +75,36 @@ def penalty_energy(
 
     ``phi`` (R,), ``grad`` (R, 3), ``hess_phi`` (R, 3, 3) or None.
     """
-    g = np.asarray(grad, dtype=np.float64)
-    s = penalty_scalar(phi, penalty_coefficient, smoothing_half_distance_m, threshold_m)
-    dW = s.d_phi[..., None] * g
+    g = np.moveaxis(np.asarray(grad, dtype=np.float64), -1, 0)
+    hp = None if hess_phi is None else np.moveaxis(np.asarray(hess_phi, dtype=np.float64), (-2, -1), (0, 1))
+    t = penalty_energy_components(phi, g, hp, penalty_coefficient, smoothing_half_distance_m, threshold_m,
+                                  want_hessian, include_curvature)
+    hW = None if t.hessian is None else np.moveaxis(t.hessian, (0, 1), (-2, -1))
+    return PenaltyTerms(t.energy, np.moveaxis(t.grad, 0, -1), hW, t.load)
+
+
+def penalty_energy_components(
+    phi,
+    grad,
+    hess_phi,
+    penalty_coefficient,
+    smoothing_half_distance_m,
+    threshold_m,
+    want_hessian: bool,
+    include_curvature: bool = True,
+    scalar: PenaltyScalar | None = None,
+) -> PenaltyTerms:
+    """`penalty_energy` with component-first arrays: ``grad`` (3, R), ``hess_phi`` (3, 3, R) or None; the returned
+    gradient is (3, R) and the Hessian (3, 3, R). ``scalar``: the `penalty_scalar` of ``phi`` when the caller
+    already has it (the parameters are then unused)."""
+    g = grad
+    s = scalar
+    if s is None:
+        s = penalty_scalar(phi, penalty_coefficient, smoothing_half_distance_m, threshold_m)
+    dW = s.d_phi * g
     hW = None
     if want_hessian:
-        hW = s.d2_phi[..., None, None] * (g[..., :, None] * g[..., None, :])
+        hW = s.d2_phi * (g[:, None] * g[None, :])
         if include_curvature and hess_phi is not None:
-            hW = hW + s.d_phi[..., None, None] * hess_phi
+            hW = hW + s.d_phi * hess_phi
     return PenaltyTerms(s.energy, dW, hW, s.load)

@@ -26,10 +26,20 @@ fading is off, e.g. a plane). ``explicit_normals=True`` makes the whole contact 
 The alignment gate uses the current (default) or stage-start (explicit) G and N_A; rejected samples contribute
 nothing. A sample is a contact when phi < delta (or, with explicit normals, phi0 < delta).
 
-Broad phase: each colliding body's samples are bounded by a sphere (body frame), each collider by a sphere or
-its half-space; a (pair, world) is skipped when the lower bound of the distance exceeds delta + margin, and the
-surviving samples are culled again individually with the same bound, before any SDF evaluation. The SDF loop
-runs over the distinct colliders that still have candidate samples (not over pairs, samples or worlds).
+Broad phase: each colliding body's samples are bounded by a sphere (body frame). A (pair, world) is skipped when
+a lower bound of the distance from that sphere to the collider exceeds delta + margin (+ distance_error_bound):
+the exact SDF at the sphere centre minus its radius for a box (SDFs are 1-Lipschitz), the collider's bounding
+sphere or half-space (``SdfBound``) otherwise. Samples of the surviving pairs are then tested individually:
+for the analytic colliders (plane, sphere, box; exact types) by their exact distance -- all distances of those
+rows first, gradients and Hessians only for the rows in contact -- and for any other collider (grid SDF, exact
+mesh, user fields) by its ``SdfBound`` before one ``evaluate()`` of the rows left. Nothing the documented
+per-sample bound would keep is dropped, so the contact set is the same as testing every sample.
+
+Vectorization: over (world, pair) groups and their sample rows, never over worlds, pairs or samples in Python.
+The analytic colliders of one type are evaluated in one batched kernel call (``colliders.*_sdf_components``,
+one parameter column per row); other colliders in one ``evaluate()`` per distinct collider present. Row data are
+component-first ((3, R) vectors, (3, 3, R) matrices) with the small products written out per component.
+Collider parameters are read from the collider objects at construction (colliders are immutable in practice).
 """
 
 from __future__ import annotations
@@ -39,9 +49,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..potentials.base import PotentialTerms, StageContext
-from .friction import alignment_gate, dissipation_energy, dissipation_normal
 from .params import ContactEvalConfig, ContactParams
-from .penalty import penalty_energy, penalty_scalar
+from .colliders import BoxCollider, PlaneCollider, SphereCollider, box_sdf_components, plane_sdf_components
+from .colliders import sphere_sdf_components
+from .friction import alignment_gate_from_cosine, dissipation_energy_components, dissipation_normal_components
+from .penalty import PenaltyScalar, penalty_energy_components, penalty_scalar
 from .rigid_assembly import ContactRows, CouplingSlots, assemble_rigid_contact
 from .sdf_values import SdfBound
 
@@ -104,22 +116,62 @@ def _check_index(name: str, values: np.ndarray, num_bodies: int) -> np.ndarray:
     return v.astype(np.int64)
 
 
-def _ragged_arange(counts: np.ndarray) -> np.ndarray:
-    """concatenate([arange(n) for n in counts]) without a Python loop."""
-    total = int(counts.sum())
-    starts = np.repeat(np.cumsum(counts) - counts, counts)
-    return np.arange(total, dtype=np.int64) - starts
+# Component-first small linear algebra: vectors (3, ...), matrices (3, 3, ...) with m[i, j] the entry (i, j).
+# Written out per component (einsum / matmul over 3-vectors is slow); the summation orders are those of the
+# einsum calls they replaced (same rounding on this numpy build; nothing relies on it).
 
 
-def _lower_bound(is_half: np.ndarray, vec: np.ndarray, scalar: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Row-wise 1-Lipschitz distance lower bound of heterogeneous bounding primitives (see SdfBound)."""
-    plane = np.einsum("...i,...i->...", y, vec) - scalar
-    sphere = np.linalg.norm(y - vec, axis=-1) - scalar
+def _matvec(m: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """m v."""
+    return (m[:, 0] * v[0] + m[:, 2] * v[2]) + m[:, 1] * v[1]
+
+
+def _tmatvec(m: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """m^T v."""
+    return (m[0] * v[0] + m[1] * v[1]) + m[2] * v[2]
+
+
+def _tmatmat(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a^T b."""
+    return (a[0][:, None] * b[0][None] + a[1][:, None] * b[1][None]) + a[2][:, None] * b[2][None]
+
+
+def _congruence(m: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """m h m^T."""
+    mh = (m[:, 0, None] * h[0][None] + m[:, 1, None] * h[1][None]) + m[:, 2, None] * h[2][None]
+    return (mh[:, 0, None] * m[:, 0][None] + mh[:, 1, None] * m[:, 1][None]) + mh[:, 2, None] * m[:, 2][None]
+
+
+def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a[0] * b[0] + a[2] * b[2]) + a[1] * b[1]
+
+
+def _norm(a: np.ndarray) -> np.ndarray:
+    return np.sqrt((a[0] * a[0] + a[1] * a[1]) + a[2] * a[2])
+
+
+def _bound_distance(is_half: np.ndarray, vec: np.ndarray, scalar: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Distance lower bound of heterogeneous bounding primitives (SdfBound), component-first: y (3, ...) and
+    vec (3, ...) broadcast."""
+    plane = _dot(y, vec) - scalar
+    sphere = _norm(y - vec) - scalar
     return np.where(is_half, plane, sphere)
 
 
-def _btrans(m: np.ndarray) -> np.ndarray:
-    return np.swapaxes(m, -1, -2)
+# Collider kinds evaluated by the batched analytic kernels; anything else (grid SDF, exact mesh, user fields) is
+# GENERIC: its own evaluate() and its SdfBound for the per-sample broad phase.
+_PLANE, _SPHERE, _BOX, _GENERIC = 0, 1, 2, 3
+
+
+def _collider_kind(collider) -> int:
+    kind = type(collider)  # exact types: a subclass may override evaluate()
+    if kind is PlaneCollider:
+        return _PLANE
+    if kind is SphereCollider:
+        return _SPHERE
+    if kind is BoxCollider:
+        return _BOX
+    return _GENERIC
 
 
 class ContactPotential:
@@ -180,6 +232,8 @@ class ContactPotential:
         self._count = np.bincount(body, minlength=self.num_bodies).astype(np.int64)
         self._start = np.cumsum(self._count) - self._count
         self._local_index = np.arange(q, dtype=np.int64) - self._start[self._body]
+        self._pts_t = np.ascontiguousarray(self._pts.T)  # (3, Q), component-first
+        self._nrm_t = np.ascontiguousarray(self._nrm.T)
         # Bounding sphere of each body's samples (AABB centre, max distance), body frame.
         self._sphere_c = np.zeros((self.num_bodies, 3))
         self._sphere_r = np.zeros(self.num_bodies)
@@ -210,9 +264,30 @@ class ContactPotential:
             self._collider_of_body[body] = len(self._colliders)
             self._colliders.append(item.collider)
         c = len(self._colliders)
-        self._c_half = np.array([col.bound.is_halfspace for col in self._colliders], dtype=bool).reshape(c)
+        self._c_is_half = np.array([col.bound.is_halfspace for col in self._colliders], dtype=bool).reshape(c)
         self._c_vec = np.array([col.bound.vector for col in self._colliders], dtype=np.float64).reshape(c, 3)
         self._c_scalar = np.array([col.bound.scalar for col in self._colliders], dtype=np.float64).reshape(c)
+        self._c_vec_t = np.ascontiguousarray(self._c_vec.T)
+        # Batched analytic kernels: one parameter column per collider (unused entries stay zero), taken from the
+        # colliders here; the collider objects are immutable in practice (`translated` builds a new one).
+        self._c_kind = np.array([_collider_kind(col) for col in self._colliders], dtype=np.int64).reshape(c)
+        self._c_center = np.zeros((3, c))  # sphere / box centre
+        self._c_box_half = np.ones((3, c))  # box half extents
+        self._c_rot = np.tile(np.eye(3)[:, :, None], (1, 1, c))  # box rotation (body from box)
+        self._c_radius = np.zeros(c)  # sphere radius
+        self._c_normal = np.zeros((3, c))  # plane normal
+        self._c_offset = np.zeros(c)  # plane offset d
+        for i, col in enumerate(self._colliders):
+            kind = self._c_kind[i]
+            if kind == _PLANE:
+                self._c_normal[:, i], self._c_offset[i] = col.normal, col.distance_m
+            elif kind == _SPHERE:
+                self._c_center[:, i], self._c_radius[i] = col.center, col.radius_m
+            elif kind == _BOX:
+                self._c_center[:, i], self._c_box_half[:, i], self._c_rot[:, :, i] = (
+                    col.center, col.half_extents_m, col.rotation)
+        self._any_rotated_box = bool(np.any((self._c_kind == _BOX)
+                                            & ~np.all(self._c_rot == np.eye(3)[:, :, None], axis=(0, 1))))
 
     def _init_pairs(self, pairs, margin: float) -> None:
         pairs = list(pairs)
@@ -260,6 +335,26 @@ class ContactPotential:
             key = (min(a, b), max(a, b))
             self._slot[i] = slots.setdefault(key, len(slots))
             self._slot_flip[i] = a != key[0]
+        # Broad phase per pair: the colliding body's sample sphere (centre in the body frame, radius) and the
+        # collider's kind; box colliders are bounded by their exact SDF at the sphere centre (1-Lipschitz).
+        self._p_kind = self._c_kind[self._pc]
+        self._p_sphere_c = np.ascontiguousarray(self._sphere_c[pa].T)  # (3, P)
+        self._p_sphere_r = self._sphere_r[pa]
+        self._p_is_half = self._c_is_half[self._pc]
+        self._p_vec = np.ascontiguousarray(self._c_vec[self._pc].T)
+        self._p_scalar = self._c_scalar[self._pc]
+        self._box_pairs = np.flatnonzero(self._p_kind == _BOX)
+        # When every colliding body has the same number of samples Q, the rows of a (world, pair) group are one
+        # (3, Q) block of its body's samples: Y is then computed block-wise, without per-row copies of M and t.
+        q_of_pair = np.unique(self._count[pa])
+        self._block_q = int(q_of_pair[0]) if q_of_pair.size == 1 else 0
+        if self._block_q:
+            blocks = np.zeros((3, n, self._block_q))
+            for body in np.unique(pa):
+                blocks[:, body] = self._pts_t[:, self._start[body]:self._start[body] + self._block_q]
+            self._pts_block = blocks
+        self._all_dissipative = bool(np.all(self._dissipative))
+        self._all_fwcn = bool(np.all(self._fwcn))
         keys = sorted(slots, key=slots.get)
         self._coupling_slots = CouplingSlots(
             body_a=np.array([k[0] for k in keys], dtype=np.int64).reshape(-1),
@@ -281,15 +376,16 @@ class ContactPotential:
         """Per-body contact wrench and the active contact points at the iterate (no Hessian work)."""
         rows = self._rows(ctx, com_position, rotation, want_hessian=False)
         terms = assemble_rigid_contact(rows, np.shape(com_position)[0], self.num_bodies, self._coupling_slots, False)
+        x, normal = rows.x.T, rows.normal_world.T
         points = ContactPoints(
             world=rows.world,
             actor_a=rows.body_a,
             actor_b=rows.body_b,
             distance=rows.phi,
-            force=-rows.g,
-            normal=rows.normal_world,
-            pos_a=rows.x,
-            pos_b=rows.x - rows.phi[:, None] * rows.normal_world,
+            force=-rows.g.T,
+            normal=normal,
+            pos_a=x,
+            pos_b=x - rows.phi[:, None] * normal,
             sample_index=self._local_index[rows.sample],
             int_weight=rows.weight,
         )
@@ -313,131 +409,252 @@ class ContactPotential:
             raise ValueError(f"ctx.stage_dt must be > 0, got {ctx.stage_dt}")
         return com, rot, com0, rot0
 
-    def _candidates(self, com, rot, com0, rot0):
-        """Broad phase: (world, pair) candidates, expanded to (world, pair, sample) rows and culled per sample.
+    # The state is handled component-first and flat over (world, body): c (3, W N), r (3, 3, W N) with column
+    # w N + i for body i of world w. Row data are gathered with np.take (much faster than fancy indexing here).
 
-        Returns the surviving rows' world, pair and sample indices and their collider-frame positions Y, Y0.
+    @staticmethod
+    def _flat_state(com, rot):
+        num = com.shape[0] * com.shape[1]
+        c = np.ascontiguousarray(com.reshape(num, 3).T)
+        return c, np.ascontiguousarray(rot.reshape(num, 9).T).reshape(3, 3, num)
+
+    def _pair_frames(self, c, r, num_worlds):
+        """Both bodies' CoM and rotation for every (world, pair): (3, W, P) and (3, 3, W, P)."""
+        base = np.arange(num_worlds)[:, None] * self.num_bodies
+        fa, fb = base + self._pa, base + self._pb
+        return c.take(fa, axis=1), c.take(fb, axis=1), r.take(fa, axis=2), r.take(fb, axis=2)
+
+    def _pair_active(self, ca, cb, ra, rb):
+        """(W, P): the lower bound of the distance from the pair's samples to its collider is within reach."""
+        # Sample-sphere centre of A in B's frame: y = R_B^T (c_A + R_A s_A - c_B), (3, W, P).
+        y = _tmatvec(rb, ca + _matvec(ra, self._p_sphere_c[:, None, :]) - cb)
+        lb = _bound_distance(self._p_is_half, self._p_vec[:, None, :], self._p_scalar, y)
+        box = self._box_pairs
+        if box.size:  # the exact box SDF at the centre (1-Lipschitz) is a much tighter bound than its sphere
+            ci = self._pc[box]
+            rot = self._c_rot[:, :, None, ci] if self._any_rotated_box else None
+            lb[:, box] = box_sdf_components(y.take(box, axis=2), self._c_center[:, None, ci],
+                                            self._c_box_half[:, None, ci], rot, want_grad=False)[0]
+        return lb - self._p_sphere_r <= self._reach
+
+    def _candidates(self, state, state0, num_worlds):
+        """Broad phase: (world, pair) candidates expanded to (world, pair, sample) rows, in (world, pair, sample)
+        order. Samples of GENERIC colliders are culled individually by the collider's bound; for the analytic
+        colliders the exact distance computed next is the per-sample test.
+
+        Returns the (world, pair) groups' world, pair and frames (c_A, c_B, R_A, R_B; stage start too with
+        explicit normals), and per row its group, sample index and collider-frame position Y (3, R) (and Y0).
         """
-        pa, pb, pc = self._pa, self._pb, self._pc
-        half, vec, scal = self._c_half[pc], self._c_vec[pc], self._c_scalar[pc]
+        explicit = self.config.explicit_normals
+        frames = self._pair_frames(*state, num_worlds)
+        active = self._pair_active(*frames)
+        frames0 = None
+        if explicit:  # stage-start contacts are retained for dissipation
+            frames0 = self._pair_frames(*state0, num_worlds)
+            active |= self._pair_active(*frames0)
+        num_pairs = self._pa.shape[0]
+        k_idx = np.flatnonzero(active)
+        w_idx = k_idx // num_pairs
+        p_idx = k_idx - w_idx * num_pairs
+        a = self._pa[p_idx]
+        counts = self._count[a]
+        num_groups = k_idx.shape[0]
+        group = np.repeat(np.arange(num_groups), counts)
+        q = self._block_q
+        if q:
+            row_s = (self._start[a][:, None] + np.arange(q)).reshape(-1)
+            X = self._pts_block.take(a, axis=1)  # (3, K, Q)
+        else:
+            row_s = np.repeat(self._start[a] - (np.cumsum(counts) - counts), counts) + np.arange(group.shape[0])
+            X = self._pts_t.take(row_s, axis=1)
 
-        def pair_bound(c, r):
-            centre = c[:, pa] + np.einsum("wpij,pj->wpi", r[:, pa], self._sphere_c[pa])
-            y = np.einsum("wpji,wpj->wpi", r[:, pb], centre - c[:, pb])
-            return _lower_bound(half, vec, scal, y) - self._sphere_r[pa] <= self._reach
+        def group_frames(fr):
+            ca, cb, ra, rb = (v.reshape(v.shape[:-2] + (-1,)).take(k_idx, axis=-1) for v in fr)
+            # Y = R_B^T (c_A + R_A X - c_B) = M X + t per group.
+            m = _tmatmat(rb, ra)
+            t = _tmatvec(rb, ca - cb)
+            if q:
+                y = (_matvec(m[..., None], X) + t[..., None]).reshape(3, -1)
+            else:
+                y = _matvec(np.repeat(m, counts, axis=2), X) + np.repeat(t, counts, axis=1)
+            return (ca, cb, ra, rb), y
 
-        active = pair_bound(com, rot)
-        if self.config.explicit_normals:  # stage-start contacts are retained for dissipation
-            active |= pair_bound(com0, rot0)
-        w_idx, p_idx = np.nonzero(active)
-        counts = self._count[pa[p_idx]]
-        group = np.repeat(np.arange(w_idx.shape[0]), counts)
-        row_s = self._start[pa[p_idx]][group] + _ragged_arange(counts)
-        X = self._pts[row_s]
-
-        def collider_frame(c, r):
-            # Y = R_B^T (c_A + R_A X - c_B) = M X + t per (world, pair) group, gathered per row.
-            rb = r[w_idx, pb[p_idx]]
-            m = _btrans(rb) @ r[w_idx, pa[p_idx]]
-            t = np.einsum("kji,kj->ki", rb, c[w_idx, pa[p_idx]] - c[w_idx, pb[p_idx]])
-            return np.einsum("rij,rj->ri", m[group], X) + t[group]
-
-        ci = pc[p_idx][group]
-        reach = self._reach[p_idx][group]
-        Y = collider_frame(com, rot)
-        keep = _lower_bound(self._c_half[ci], self._c_vec[ci], self._c_scalar[ci], Y) <= reach
-        if self.config.explicit_normals:
-            Y0 = collider_frame(com0, rot0)
-            keep |= _lower_bound(self._c_half[ci], self._c_vec[ci], self._c_scalar[ci], Y0) <= reach
+        g_frames, Y = group_frames(frames)
+        g_frames0 = Y0 = None
+        if explicit:
+            g_frames0, Y0 = group_frames(frames0)
+        kind = self._p_kind[p_idx]
+        present = np.flatnonzero(np.bincount(kind, minlength=_GENERIC + 1))
+        if present.size and present[-1] == _GENERIC:
+            rows = np.flatnonzero(np.repeat(kind == _GENERIC, counts))
+            pr = p_idx[group[rows]]
+            ci = self._pc[pr]
+            half, vec, scal = self._c_is_half[ci], self._c_vec_t.take(ci, axis=1), self._c_scalar[ci]
+            reach = self._reach[pr]
+            near = _bound_distance(half, vec, scal, Y.take(rows, axis=1)) <= reach
+            if explicit:
+                near |= _bound_distance(half, vec, scal, Y0.take(rows, axis=1)) <= reach
+            keep = np.ones(group.shape[0], dtype=bool)
+            keep[rows[~near]] = False
             sel = np.flatnonzero(keep)
-            return w_idx[group[sel]], p_idx[group[sel]], row_s[sel], Y[sel], Y0[sel]
-        sel = np.flatnonzero(keep)
-        w, p, s = w_idx[group[sel]], p_idx[group[sel]], row_s[sel]
-        a, b = pa[p], pb[p]
-        x0 = com0[w, a] + np.einsum("rij,rj->ri", rot0[w, a], self._pts[s])
-        Y0 = np.einsum("rji,rj->ri", rot0[w, b], x0 - com0[w, b])
-        return w, p, s, Y[sel], Y0
+            group, row_s, Y = group[sel], row_s[sel], Y.take(sel, axis=1)
+            Y0 = None if Y0 is None else Y0.take(sel, axis=1)
+        return (w_idx, p_idx, g_frames, g_frames0), present, group, row_s, Y, Y0
 
-    def _sdf(self, collider_index, points, want_hessian):
-        """phi, G, H of each row's collider; one vectorized call per distinct collider present."""
-        r = points.shape[0]
-        phi, grad = np.empty(r), np.empty((r, 3))
-        hess = np.zeros((r, 3, 3)) if want_hessian else None
-        for c in np.unique(collider_index):
-            sel = np.flatnonzero(collider_index == c)
-            res = self._colliders[c].evaluate(points[sel], want_hessian)
-            phi[sel], grad[sel] = res.phi, res.grad
+    def _sdf(self, present, collider_index, points, want_hessian, want_grad=True):
+        """phi (R,), G (3, R), H (3, 3, R) of each row's collider at points (3, R): one batched kernel call per
+        collider kind present (``present``), one evaluate() per GENERIC collider present. ``want_grad=False``
+        (analytic kinds only) returns phi alone."""
+        if present.size == 1:
+            return self._sdf_kind(int(present[0]), collider_index, points, want_hessian, want_grad)
+        r = points.shape[1]
+        phi = np.empty(r)
+        grad = np.empty((3, r)) if want_grad else None
+        hess = np.zeros((3, 3, r)) if want_hessian else None
+        kind = self._c_kind[collider_index]
+        for k in present:
+            sel = np.flatnonzero(kind == k)
+            p, g, h = self._sdf_kind(int(k), collider_index[sel], points.take(sel, axis=1), want_hessian,
+                                     want_grad)
+            phi[sel] = p
+            if want_grad:
+                grad[:, sel] = g
             if want_hessian:
-                hess[sel] = res.hessian
+                hess[:, :, sel] = h
+        return phi, grad, hess
+
+    def _sdf_kind(self, kind, ci, y, want_hessian, want_grad=True):
+        if kind == _BOX:
+            rot = self._c_rot.take(ci, axis=2) if self._any_rotated_box else None
+            return box_sdf_components(y, self._c_center.take(ci, axis=1), self._c_box_half.take(ci, axis=1),
+                                      rot, want_hessian and want_grad, want_grad)
+        if kind == _PLANE:
+            return plane_sdf_components(y, self._c_normal.take(ci, axis=1), self._c_offset[ci], want_hessian)
+        if kind == _SPHERE:
+            return sphere_sdf_components(y, self._c_center.take(ci, axis=1), self._c_radius[ci], want_hessian)
+        r = y.shape[1]
+        phi, grad = np.empty(r), np.empty((3, r))
+        hess = np.zeros((3, 3, r)) if want_hessian else None
+        for c in np.unique(ci):
+            sel = np.flatnonzero(ci == c)
+            res = self._colliders[c].evaluate(y.take(sel, axis=1).T, want_hessian)
+            phi[sel], grad[:, sel] = res.phi, np.asarray(res.grad).T
+            if want_hessian:
+                hess[:, :, sel] = np.moveaxis(np.asarray(res.hessian), 0, -1)
         return phi, grad, hess
 
     def _rows(self, ctx, com_position, rotation, want_hessian) -> ContactRows:
         com, rot, com0, rot0 = self._check_state(ctx, com_position, rotation)
         cfg = self.config
+        explicit = cfg.explicit_normals
         exact = bool(want_hessian and cfg.exact_geometric_hessian)
-        w, p, s, Y, Y0 = self._candidates(com, rot, com0, rot0)
-        a, b = self._pa[p], self._pb[p]
-        ci = self._pc[p]
-        phi, G, H = self._sdf(ci, Y, exact)
-        # Colliding normal in collider coordinates, N_A = R_B^T R_A n_A (current or stage start).
-        n_body = self._nrm[s]
-        na = np.einsum("rji,rj->ri", rot[w, b], np.einsum("rij,rj->ri", rot[w, a], n_body))
-        delta = self._delta[p]
+        num_worlds, n = com.shape[0], self.num_bodies
+        state, state0 = self._flat_state(com, rot), self._flat_state(com0, rot0)
+        (gw, gp, gf, gf0), present, group, s, Y, Y0 = self._candidates(state, state0, num_worlds)
+        counts = np.bincount(group, minlength=gp.shape[0])
+        ci = np.repeat(self._pc[gp], counts)
+        # Analytic colliders only: distances of every row first, gradients of the rows in contact afterwards.
+        # A GENERIC collider is evaluated once, on every row that survived its per-sample bound.
+        two_stage = present.size > 0 and present[-1] != _GENERIC
+        phi, G, H = self._sdf(present, ci, Y, exact and not two_stage, want_grad=not two_stage)
+        delta = np.repeat(self._delta[gp], counts)
         in_contact = phi < delta
-        if cfg.explicit_normals:
-            phi0, G0, _ = self._sdf(ci, Y0, False)
-            na0 = np.einsum("rji,rj->ri", rot0[w, b], np.einsum("rij,rj->ri", rot0[w, a], n_body))
+        phi0 = G0 = None
+        if explicit:
+            phi0, G0, _ = self._sdf(present, ci, Y0, False, want_grad=not two_stage)
             in_contact |= phi0 < delta
-            accept, fade = alignment_gate(G0, na0, self._m[p], cfg.fade_friction)
-        else:
-            accept, fade = alignment_gate(G, na, self._m[p], cfg.fade_friction)
-        keep = np.flatnonzero(in_contact & accept)
-        w, p, s, Y, Y0, a, b = (v[keep] for v in (w, p, s, Y, Y0, a, b))
-        phi, G, na, fade = phi[keep], G[keep], na[keep], fade[keep]
-        H = H[keep] if H is not None else None
-        if cfg.explicit_normals:
-            phi0, G0, na0 = phi0[keep], G0[keep], na0[keep]
+        if two_stage:
+            rows = np.flatnonzero(in_contact)
+            ci, group, s, Y, phi = ci[rows], group[rows], s[rows], Y.take(rows, axis=1), phi[rows]
+            G, H = self._sdf(present, ci, Y, exact)[1:]
+            if explicit:
+                Y0, phi0 = Y0.take(rows, axis=1), phi0[rows]
+                G0 = self._sdf(present, ci, Y0, False)[1]
+
+        # Narrow phase on the rows in contact: alignment gate with N_A = R_B^T R_A n_A (current or stage start).
+        def compress(sel, group, s, Y, phi, G, H, extra):
+            take = lambda v: None if v is None else v.take(sel, axis=-1)  # noqa: E731
+            return group[sel], s[sel], take(Y), phi[sel], take(G), take(H), [take(v) for v in extra]
+
+        extra0 = [Y0, phi0, G0] if explicit else []
+        if not two_stage:
+            sel = np.flatnonzero(in_contact)
+            group, s, Y, phi, G, H, extra0 = compress(sel, group, s, Y, phi, G, H, extra0)
+        n_body = self._nrm_t.take(s, axis=1)
+        p = gp[group]
+        frames = gf0 if explicit else gf
+        na_gate = _tmatvec(frames[3].take(group, axis=2), _matvec(frames[2].take(group, axis=2), n_body))
+        accept, fade = alignment_gate_from_cosine(_dot(extra0[2] if explicit else G, na_gate), self._m[p],
+                                                  cfg.fade_friction, check=False)
+        if not accept.all():
+            keep = np.flatnonzero(accept)
+            group, s, Y, phi, G, H, extra0 = compress(keep, group, s, Y, phi, G, H, extra0)
+            p, fade, na_gate = p[keep], fade[keep], na_gate.take(keep, axis=1)
+        if explicit:
+            Y0, phi0, G0 = extra0
+        w = gw[group]
+        a, b = self._pa[p], self._pb[p]
         weight = self._wts[s]
+        X = self._pts_t.take(s, axis=1)
+        ca, cb, ra, rb = (v.take(group, axis=-1) for v in gf)
+        if not explicit:  # stage-start pullback Y0 = R_B0^T (c_A0 + R_A0 X - c_B0) of the rows kept
+            c0, r0 = state0
+            fa, fb = w * n + a, w * n + b
+            x0 = c0.take(fa, axis=1) + _matvec(r0.take(fa, axis=2), X)
+            Y0 = _tmatvec(r0.take(fb, axis=2), x0 - c0.take(fb, axis=1))
 
-        pen = penalty_energy(phi, G, H, self._k[p], self._eps[p], self._delta[p], want_hessian, include_curvature=exact)
-        energy = pen.energy
-        dE = pen.grad
-        d2E = pen.hessian
-
-        dis = np.flatnonzero(self._dissipative[p])
-        if dis.size:
+        k, eps, delta = self._k[p], self._eps[p], self._delta[p]
+        num_rows = phi.shape[0]
+        dis = slice(None) if self._all_dissipative else np.flatnonzero(self._dissipative[p])
+        dissipate = bool(num_rows) and (self._all_dissipative or dis.size > 0)
+        if dissipate:
             pd = p[dis]
-            dp = Y[dis] - Y0[dis]
-            if cfg.explicit_normals:
-                load_phi, g_split, na_split = phi0[dis], G0[dis], na0[dis]
+            dp = Y[:, dis] - Y0[:, dis]
+            if explicit:
+                load_phi, g_split, na_split = phi0[dis], G0[:, dis], na_gate[:, dis]
             elif cfg.implicit_normal_force_for_dissipation:
-                load_phi, g_split, na_split = phi[dis], G[dis], na[dis]
+                load_phi, g_split, na_split = phi[dis], G[:, dis], na_gate[:, dis]
             else:  # reconstructed stage-start distance d0 = phi - G . dp, current geometry
-                load_phi = phi[dis] - np.einsum("ri,ri->r", G[dis], dp)
-                g_split, na_split = G[dis], na[dis]
-            load = fade[dis] * penalty_scalar(load_phi, self._k[pd], self._eps[pd], self._delta[pd]).load
-            normal = dissipation_normal(g_split, na_split, self._fwcn[pd])
-            diss = dissipation_energy(
-                dp, normal, load, self._mu[pd], self._ct[pd], self._cn[pd], self._vf[pd], float(ctx.stage_dt),
-                cfg.friction_model, want_hessian, fitted_hessian=cfg.fitted_friction_hessian,
-            )
-            energy = energy.copy()
-            energy[dis] += diss.energy
-            dE = dE.copy()
-            dE[dis] += diss.grad
-            if want_hessian:
-                d2E = d2E.copy()
-                d2E[dis] += diss.hessian
+                g_split, na_split = G[:, dis], na_gate[:, dis]
+                load_phi = phi[dis] - _dot(g_split, dp)
+            # One penalty kernel call for the penalty at phi and the dissipation load at load_phi.
+            cat = np.concatenate
+            both = penalty_scalar(cat([phi, load_phi]), cat([k, k[dis]]), cat([eps, eps[dis]]),
+                                  cat([delta, delta[dis]]), check=False)
+            scalar = PenaltyScalar(*(v[:num_rows] for v in both))
+            load = fade[dis] * both.load[num_rows:]
+        else:
+            scalar = penalty_scalar(phi, k, eps, delta, check=False)
+        pen = penalty_energy_components(phi, G, H, k, eps, delta, want_hessian, include_curvature=exact,
+                                        scalar=scalar)
+        energy, dE, d2E = pen.energy, pen.grad, pen.hessian
 
-        rb = rot[w, b]
-        x = com[w, a] + np.einsum("rij,rj->ri", rot[w, a], self._pts[s])
-        g = weight[:, None] * np.einsum("rij,rj->ri", rb, dE)
-        h = None
-        if want_hessian:
-            h = weight[:, None, None] * (rb @ d2E @ _btrans(rb))
-        gnorm = np.linalg.norm(G, axis=1)
-        n_world = np.einsum("rij,rj->ri", rb, G / np.where(gnorm > 0, gnorm, 1.0)[:, None])
+        if dissipate:
+            normal = dissipation_normal_components(g_split, na_split, True if self._all_fwcn else self._fwcn[pd])
+            diss = dissipation_energy_components(
+                dp, normal, load, self._mu[pd], self._ct[pd], self._cn[pd], self._vf[pd], float(ctx.stage_dt),
+                cfg.friction_model, want_hessian, fitted_hessian=cfg.fitted_friction_hessian, check=False,
+            )
+            if self._all_dissipative:
+                energy = energy + diss.energy
+                dE = dE + diss.grad
+                if want_hessian:
+                    d2E = d2E + diss.hessian
+            else:
+                energy = energy.copy()
+                energy[dis] += diss.energy
+                dE = dE.copy()
+                dE[:, dis] += diss.grad
+                if want_hessian:
+                    d2E = d2E.copy()
+                    d2E[:, :, dis] += diss.hessian
+
+        x = ca + _matvec(ra, X)
+        g = weight * _matvec(rb, dE)
+        h = weight * _congruence(rb, d2E) if want_hessian else None
+        gnorm = _norm(G)
+        n_world = _matvec(rb, G / np.where(gnorm > 0, gnorm, 1.0))
         return ContactRows(
-            world=w, pair=p, body_a=a, body_b=b, sample=s, weight=weight, x=x, r=x - com[w, a], u=x - com[w, b],
-            phi=phi, normal_world=n_world, energy=weight * energy, g=g, h=h, exact_hessian=exact,
+            world=w, pair=p, body_a=a, body_b=b, sample=s, weight=weight, x=x, r=x - ca, u=x - cb, phi=phi,
+            normal_world=n_world, energy=weight * energy, g=g, h=h, exact_hessian=exact,
         )

@@ -74,27 +74,29 @@ def coerce_friction_model(model) -> CoulombFrictionModel:
     raise ValueError(f"unknown Coulomb friction model {model!r}; expected one of {expected}")
 
 
-def poly_relu(x, t, shift) -> RampValues:
+def poly_relu(x, t, shift, check: bool = True) -> RampValues:
     """C^2 smoothed ReLU centred at ``shift`` with half-width ``t >= 0`` (``t == 0`` gives the exact ReLU).
 
     Returns ``(h, h', h'')`` with respect to ``x``. ``h'`` is clamped to [0, 1] and ``h, h''`` to >= 0 as in the
-    reference, which only removes round-off at the ends of the blend.
+    reference, which only removes round-off at the ends of the blend. ``check=False`` skips the validation of
+    ``t`` (for callers whose parameters were validated once, e.g. the contact potential's pair table).
     """
     x = np.asarray(x, dtype=np.float64)
     t = np.asarray(t, dtype=np.float64)
     shift = np.asarray(shift, dtype=np.float64)
-    if np.any(t < 0) or not np.all(np.isfinite(t)):
+    if check and (np.any(t < 0) or not np.all(np.isfinite(t))):
         raise ValueError("poly_relu: the half-width t must be finite and >= 0")
     y = x - shift
     outside = (t <= 0) | (np.abs(y) >= t)
     safe_t = np.where(t > 0, t, 1.0)
     s = y / safe_t  # in (-1, 1) on the blend
-    blend = 3.0 * safe_t / 16.0 + (0.5 + 0.375 * s - s**3 / 16.0) * y
-    blend_d1 = 0.5 + 0.75 * s - 0.25 * s**3
+    s3 = s**3
+    blend = 3.0 * safe_t / 16.0 + (0.5 + 0.375 * s - s3 / 16.0) * y
+    blend_d1 = 0.5 + 0.75 * s - 0.25 * s3
     blend_d2 = 0.75 * (1.0 - s * s) / safe_t
     positive = y > 0
     value = np.maximum(0.0, np.where(outside, np.where(positive, y, 0.0), blend))
-    d1 = np.clip(np.where(outside, np.where(positive, 1.0, 0.0), blend_d1), 0.0, 1.0)
+    d1 = np.minimum(np.maximum(np.where(outside, positive.astype(np.float64), blend_d1), 0.0), 1.0)
     d2 = np.maximum(0.0, np.where(outside, 0.0, blend_d2))
     return RampValues(value, d1, d2)
 
@@ -106,34 +108,37 @@ def _check_nonnegative(name: str, x: np.ndarray, t: np.ndarray) -> None:
         raise ValueError(f"{name}: the regularization width must be finite and >= 0")
 
 
-def step_c1(x, t) -> SmootherValues:
+def step_c1(x, t, check: bool = True) -> SmootherValues:
     """IPCstepC1: ``f = x^2/t - x^3/(3t^2)`` (x < t), ``x - t/3`` (x >= t); x >= 0, t >= 0.
 
     ``f' = 2x/t - x^2/t^2`` then 1; ``f'' = 2(1 - x/t)/t`` then 0; ``f'/x = (2 - x/t)/t`` then ``1/x``
-    (0 at x = t = 0, as in the reference).
+    (0 at x = t = 0, as in the reference). ``check=False`` skips the input validation.
     """
     x = np.asarray(x, dtype=np.float64)
     t = np.asarray(t, dtype=np.float64)
-    _check_nonnegative("step_c1", x, t)
+    if check:
+        _check_nonnegative("step_c1", x, t)
     saturated = x >= t
     safe_t = np.where(t > 0, t, 1.0)
     r = x / safe_t
     value = np.where(saturated, x - t / 3.0, x * r * (1.0 - r / 3.0))
     d2 = np.where(saturated, 0.0, 2.0 * (1.0 - r) / safe_t)
-    safe_x = np.where(x > 0, x, 1.0)
-    d1_over_x = np.where(saturated, np.where(x > 0, 1.0 / safe_x, 0.0), (2.0 - r) / safe_t)
+    positive = x > 0
+    safe_x = np.where(positive, x, 1.0)
+    d1_over_x = np.where(saturated, np.where(positive, 1.0 / safe_x, 0.0), (2.0 - r) / safe_t)
     d1 = np.where(saturated, 1.0, x * d1_over_x)
     return SmootherValues(value, d1, d2, d1_over_x)
 
 
-def step_cinf(x, eps) -> SmootherValues:
+def step_cinf(x, eps, check: bool = True) -> SmootherValues:
     """C-infinity friction smoother ``f = sqrt(x^2 + eps^2/4) - eps/2``; x >= 0, eps >= 0 (clamped to machine eps).
 
     ``f' = x/s``, ``f'' = (eps^2/4)/s^3``, ``f'/x = 1/s`` with ``s = sqrt(x^2 + eps^2/4)``.
     """
     x = np.asarray(x, dtype=np.float64)
     eps = np.asarray(eps, dtype=np.float64)
-    _check_nonnegative("step_cinf", x, eps)
+    if check:
+        _check_nonnegative("step_cinf", x, eps)
     eps = np.maximum(eps, _CINF_MIN_EPS)
     quarter_eps_sq = 0.25 * eps * eps
     s = np.sqrt(x * x + quarter_eps_sq)
@@ -141,9 +146,9 @@ def step_cinf(x, eps) -> SmootherValues:
     return SmootherValues(s - 0.5 * eps, x * inv_s, quarter_eps_sq * inv_s**3, inv_s)
 
 
-def friction_smoother(model, x, t) -> SmootherValues:
+def friction_smoother(model, x, t, check: bool = True) -> SmootherValues:
     """Dispatch on the Coulomb friction model; ``t`` is the regularization width ``V_f * dt_i`` [m]."""
     model = coerce_friction_model(model)
     if model is CoulombFrictionModel.C1_REGULARIZED:
-        return step_c1(x, t)
-    return step_cinf(x, t)
+        return step_c1(x, t, check)
+    return step_cinf(x, t, check)
