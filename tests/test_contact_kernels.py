@@ -8,6 +8,8 @@ regularization width, or 1 m for positions); the tolerances below name their rea
 import math
 
 import numpy as np
+
+from superdex_gym.sim import shapes
 import pytest
 
 from superdex_gym.sim.contact.colliders import (
@@ -46,16 +48,8 @@ FD_RTOL = 1e-6
 
 
 def box_mesh(half):
-    """12-triangle box, CCW seen from outside."""
-    half = np.broadcast_to(np.asarray(half, dtype=float), (3,))
-    v = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=float) * half
-    quads = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)]
-    t = np.array([tri for a, b, c, d in quads for tri in ((a, b, c), (a, c, d))])
-    centre = v[t].mean(axis=1)
-    normal = np.cross(v[t[:, 1]] - v[t[:, 0]], v[t[:, 2]] - v[t[:, 0]])
-    flip = np.einsum("ij,ij->i", normal, centre) < 0
-    t[flip] = t[flip][:, ::-1]
-    return v, t
+    """12-triangle box, CCW seen from outside (the product's builder; a scalar half size is a cube)."""
+    return shapes.box_mesh(np.broadcast_to(np.asarray(half, dtype=float), (3,)))
 
 
 def central(f, x, h):
