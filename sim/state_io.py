@@ -100,9 +100,13 @@ class StateStore:
         )
 
     def to_bytes(self) -> bytes:
+        """State, statuses and the contact / constraint systems' data (targets), as an .npz without pickles."""
         arrays = _to_arrays(self._scene._state)
+        arrays["__actor_status__"] = self._scene._actor_status
+        extras = [_flatten(data, f"extra{i}", arrays) for i, data in enumerate(self._extra_capture())]
         meta = {"layout": list(self._layout()), "time": self._scene._state.time,
-                "last_dt": self._scene._state.last_dt, "history": len(self._scene._state.history)}
+                "last_dt": self._scene._state.last_dt, "history": len(self._scene._state.history),
+                "extras": extras}
         buf = io.BytesIO()
         np.savez(buf, __meta__=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **arrays)
         return buf.getvalue()
@@ -116,11 +120,51 @@ class StateStore:
             raise ValueError(f"not a captured scene state: {exc}") from exc
         if tuple(meta.get("layout", ())) != self._layout():
             raise ValueError("the captured state was taken with a different set of actors; cannot restore it")
-        history = [
-            Kinematics(**{f: arrays[f"history{i}_{f}"] for f in _KIN_FIELDS}) for i in range(int(meta["history"]))
-        ]
-        self._scene._state = State(history=history, **{k: arrays[k] for k in _STATE_ARRAYS},
-                                   time=float(meta["time"]), last_dt=float(meta["last_dt"]))
+        try:
+            history = [
+                Kinematics(**{f: arrays[f"history{i}_{f}"] for f in _KIN_FIELDS}) for i in range(int(meta["history"]))
+            ]
+            state = State(history=history, **{k: arrays[k] for k in _STATE_ARRAYS},
+                          time=float(meta["time"]), last_dt=float(meta["last_dt"]))
+            extras = [_unflatten(e, arrays) for e in meta.get("extras", [])]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a captured scene state: {exc}") from exc
+        scene = self._scene
+        scene._state = state
+        if "__actor_status__" in arrays:
+            scene._actor_status = arrays["__actor_status__"]
+        for pot, data in zip(scene._extra_potentials, extras):
+            if data is not None:
+                pot.restore(data, worlds=None, source_worlds=None)
+
+
+def _flatten(obj, prefix: str, arrays: dict):
+    """A JSON skeleton of nested dicts / lists / scalars, with every array moved into ``arrays``."""
+    if isinstance(obj, np.ndarray):
+        arrays[prefix] = obj
+        return {"__array__": prefix}
+    if isinstance(obj, dict):
+        if not all(isinstance(k, str) for k in obj):
+            raise TypeError(f"cannot serialize a dict with non-string keys at {prefix}")
+        return {"__dict__": {k: _flatten(v, f"{prefix}/{k}", arrays) for k, v in obj.items()}}
+    if isinstance(obj, (list, tuple)):
+        return {"__list__": [_flatten(v, f"{prefix}/{i}", arrays) for i, v in enumerate(obj)]}
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return obj
+    if isinstance(obj, (np.integer, np.floating, np.bool_)):
+        return obj.item()
+    raise TypeError(f"cannot serialize {type(obj).__name__} at {prefix}")
+
+
+def _unflatten(node, arrays: dict):
+    if isinstance(node, dict):
+        if "__array__" in node:
+            return arrays[node["__array__"]]
+        if "__dict__" in node:
+            return {k: _unflatten(v, arrays) for k, v in node["__dict__"].items()}
+        if "__list__" in node:
+            return [_unflatten(v, arrays) for v in node["__list__"]]
+    return node
 
 
 def _to_arrays(state: State) -> dict:
