@@ -40,6 +40,10 @@ class PushWorldConfig:
     # step time with the same scripted success (100% on 20 seeds, measured); both are gym.make kwargs.
     solver_abs_tol: float = 1e-2
     solver_max_iter: int = 8
+    # Newton starts every step from the bodies' constant-velocity prediction (not the reference's latest
+    # solution): a cube pushed at steady speed then starts near its answer. Measured on 4 scripted episodes
+    # (max_iter 40): 4.2 -> 2.0 Newton iterations per step on average, same success.
+    solver_initial_guess: mochi.InitialGuess = mochi.InitialGuess.CONSTANT_VELOCITY
 
     @property
     def control_dt(self) -> float:
@@ -78,6 +82,7 @@ class GripperPushWorlds:
         sp.integration_method = config.integration_method
         sp.non_linear_solver.abs_tol = float(config.solver_abs_tol)
         sp.non_linear_solver.max_iter = int(config.solver_max_iter)
+        sp.non_linear_solver.initial_guess = config.solver_initial_guess
         scene.set_solver_params(sp)  # validates both
         self.scene = scene
         self.task = PushTask(scene, config.task)

@@ -42,6 +42,7 @@ from .params import (
     ConvergenceStatus,
     CoulombFrictionModel,
     ExperimentalEvalParams,
+    InitialGuess,
     IntegrationMethod,
     LinearSolverNormType,
     LinearSolverParams,

@@ -67,36 +67,48 @@ def _residual_norm(gradient: np.ndarray) -> np.ndarray:
 
 
 def _solve(terms: PotentialTerms, bodies) -> tuple[np.ndarray, np.ndarray]:
-    """Solve K dx = r per world. Returns dx (W, N, 6) and ok (W,) (finite solution)."""
-    hess = terms.hessian_diag.copy()
+    """Solve K dx = r per world over the dynamic bodies (static rows are pinned: dx = 0 there).
+
+    Returns dx (W, N, 6) and ok (W,) (finite solution). Couplings that touch a static body are dropped; the
+    system is block-diagonal (one 6x6 solve per body) unless dynamic bodies are coupled, then one dense
+    (6 D) x (6 D) solve per world over the D dynamic bodies.
+    """
     static = bodies.is_static
-    hess[:, static] = np.eye(6)  # pinned rows: dx = 0 because r = 0 there
     rhs = terms.gradient
     num_worlds, num_bodies = rhs.shape[:2]
-    if not terms.couplings:
+    dyn_idx = np.flatnonzero(~static)
+    num_dyn = dyn_idx.size
+    dx = np.zeros_like(rhs)
+    if num_dyn == 0:
+        return dx, np.ones(num_worlds, dtype=bool)
+    local = np.full(num_bodies, -1, dtype=np.int64)  # model row -> dynamic row
+    local[dyn_idx] = np.arange(num_dyn)
+    hess = terms.hessian_diag[:, dyn_idx]
+    rhs_d = rhs[:, dyn_idx]
+    couplings = []
+    for c in terms.couplings:
+        keep = (local[c.body_a] >= 0) & (local[c.body_b] >= 0)
+        if np.any(keep):
+            couplings.append((local[c.body_a[keep]], local[c.body_b[keep]], c.block[:, keep]))
+    if not couplings:
         # Block-diagonal: one 6x6 solve per body.
-        flat_h = hess.reshape(-1, 6, 6)
-        flat_r = rhs.reshape(-1, 6, 1)
-        dx = _batched_solve(flat_h, flat_r).reshape(num_worlds, num_bodies, 6)
+        sol = _batched_solve(hess.reshape(-1, 6, 6), rhs_d.reshape(-1, 6, 1)).reshape(num_worlds, num_dyn, 6)
     else:
-        dense = np.zeros((num_worlds, num_bodies, num_bodies, 6, 6))
-        idx = np.arange(num_bodies)
+        dense = np.zeros((num_worlds, num_dyn, num_dyn, 6, 6))
+        idx = np.arange(num_dyn)
         dense[:, idx, idx] = hess
-        dyn = ~static
-        for c in terms.couplings:
-            keep = dyn[c.body_a] & dyn[c.body_b]
-            a, b, blk = c.body_a[keep], c.body_b[keep], c.block[:, keep]
-            if len(np.unique(a * num_bodies + b)) == len(a):
+        for a, b, blk in couplings:
+            if len(np.unique(a * num_dyn + b)) == len(a):
                 # distinct pairs (the usual case): fancy-index += is exact and much faster than np.add.at
                 dense[:, a, b] += blk
                 dense[:, b, a] += np.swapaxes(blk, -1, -2)
             else:
                 np.add.at(dense, (slice(None), a, b), blk)
                 np.add.at(dense, (slice(None), b, a), np.swapaxes(blk, -1, -2))
-        dense = dense.transpose(0, 1, 3, 2, 4).reshape(num_worlds, 6 * num_bodies, 6 * num_bodies)
-        dx = _batched_solve(dense, rhs.reshape(num_worlds, -1, 1)).reshape(num_worlds, num_bodies, 6)
-    dx[:, static] = 0.0
-    ok = np.all(np.isfinite(dx.reshape(num_worlds, -1)), axis=1)
+        dense = dense.transpose(0, 1, 3, 2, 4).reshape(num_worlds, 6 * num_dyn, 6 * num_dyn)
+        sol = _batched_solve(dense, rhs_d.reshape(num_worlds, -1, 1)).reshape(num_worlds, num_dyn, 6)
+    dx[:, dyn_idx] = sol
+    ok = np.all(np.isfinite(sol.reshape(num_worlds, -1)), axis=1)
     return np.where(ok[:, None, None], dx, 0.0), ok
 
 

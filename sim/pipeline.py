@@ -26,7 +26,7 @@ from .integration import (
 )
 from .model import Kinematics, Model, State, convergence_weights
 from .newton import newton_solve
-from .params import ConvergenceStatus, SolverParams
+from .params import ConvergenceStatus, InitialGuess, SolverParams
 from .potentials.base import StageContext
 from .potentials.external import DofLoads, Gravity, OffsetForces
 from .potentials.inertia import NewtonEulerInertia, RotationalInertia, TranslationalInertia
@@ -186,8 +186,14 @@ def _step_group(model, state, worlds, tab: Tableau, dt, solver, gravity, potenti
         )
         # Initial guess: the latest solution (y_n, then the previous stage), not the stage start y*: with it the
         # default 4-iteration solves match the reference's BDF2 iterates to 1e-15 (reference_data spin runs).
-        guess_c = np.where(sel, s_c1, hist[0].com_position if i == 0 else stages[-1].com_position)
-        guess_r = np.where(sel[..., None], s_r1, hist[0].rotation if i == 0 else stages[-1].rotation)
+        # CONSTANT_VELOCITY (not the reference's) advances that pose by its velocity over the stage.
+        latest = hist[0] if i == 0 else stages[-1]
+        guess_c, guess_r = latest.com_position, latest.rotation
+        if solver.non_linear_solver.initial_guess is InitialGuess.CONSTANT_VELOCITY:
+            guess_c = guess_c + stage_dt * latest.linear_velocity
+            guess_r = lie.exp_so3(stage_dt * latest.angular_velocity) @ guess_r
+        guess_c = np.where(sel, s_c1, guess_c)
+        guess_r = np.where(sel[..., None], s_r1, guess_r)
         res = newton_solve(potentials, ctx, guess_c, guess_r, solver.non_linear_solver)
         report.assembly_time += res.assembly_time
         report.solve_time += res.solve_time

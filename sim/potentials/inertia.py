@@ -67,24 +67,28 @@ class RotationalInertia:
         active = ~bodies.is_static & ~bodies.newton_euler
         num_worlds, num_bodies = com_position.shape[:2]
         terms = PotentialTerms.zeros(num_worlds, num_bodies, want_hessian)
-        weight = np.where(active[:, None, None], bodies.second_moment, 0.0) / ctx.stage_dt**2  # W = J/dt^2
-        pred = rotation_predictor(ctx)
+        idx = np.flatnonzero(active)  # only these rows are non-zero (static rows stay zero, not projected)
+        if idx.size == 0:
+            return terms
+        weight = bodies.second_moment[idx] / ctx.stage_dt**2  # W = J/dt^2
+        pred = ctx.rotation0[:, idx] + ctx.stage_dt * (
+            (lie.skew(ctx.angular_velocity0[:, idx]) + ctx.velocity_sym0[:, idx]) @ ctx.rotation0[:, idx])
         # A = R W R~^T. Left perturbation R <- exp(skew(t)) R:
         #   d/dt tr(exp(skew t) A) = -2 axial(A);  d^2/dt^2 = sym(A) - tr(A) 1  (lie.h identities)
         # Phi = -tr(A) + C, with C chosen so that Phi(R~ if it were a rotation) = 0:
         #   Phi = 1/2 tr((R - R~) W (R - R~)^T) = 1/2 tr(W) + 1/2 tr(R~ W R~^T) - tr(A).
-        big_a = rotation @ weight @ np.swapaxes(pred, -1, -2)
+        big_a = rotation[:, idx] @ weight @ np.swapaxes(pred, -1, -2)
         tr_a = np.trace(big_a, axis1=-2, axis2=-1)
         const = 0.5 * np.trace(weight, axis1=-2, axis2=-1) + 0.5 * np.einsum("wnij,njk,wnik->wn", pred, weight, pred)
         terms.energy = np.sum(const - tr_a, axis=1)
-        terms.gradient[..., 3:] = 2.0 * lie.axial(big_a)
+        terms.gradient[:, idx, 3:] = 2.0 * lie.axial(big_a)
         if want_hessian:
             eye = np.eye(3)
             m = -big_a
             hess = lie.sym(m) - np.trace(m, axis1=-2, axis2=-1)[..., None, None] * eye
             if ctx.psd_project:
                 hess = project_psd_3x3(hess)
-            terms.hessian_diag[..., 3:, 3:] = hess
+            terms.hessian_diag[:, idx, 3:, 3:] = hess
         return terms
 
 
