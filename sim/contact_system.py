@@ -68,6 +68,7 @@ class ContactSystem:
         self._forces = None  # (W, N, 3)
         self._torques = None
         self._points = None  # per world list of ContactPoint
+        self._in_step = False  # inside a step's solves: the version was checked by before_step
 
     # --- invalidation -------------------------------------------------------------------------------------------
     def invalidate(self) -> None:
@@ -87,7 +88,18 @@ class ContactSystem:
             repr(scene._solver.experimental_eval),
         )
 
+    def before_step(self, scene) -> None:
+        """Check the scene version once per step: no call can change it during the step's solves."""
+        self._in_step = False
+        self.potential()
+        self._in_step = True
+
+    def after_solves(self, scene) -> None:
+        self._in_step = False
+
     def potential(self):
+        if self._in_step and self._potential is not None:
+            return self._potential
         version = self._current_version()
         if self._potential is None or version != self._version:
             self._potential = self._build()

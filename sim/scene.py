@@ -212,7 +212,8 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
             )
 
     # --- extension hooks ---------------------------------------------------------------------------------------
-    # A potential added here may also define: on_actor_destroyed(actor, row), after_step(scene, report),
+    # A potential added here may also define: before_step(scene) / after_solves(scene) (around the step's
+    # solves), on_actor_destroyed(actor, row), after_step(scene, report),
     # on_num_worlds_changed(num_worlds), capture() -> data / restore(data, worlds, source_worlds).
 
     def add_potential(self, potential) -> None:
@@ -384,9 +385,17 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         self._run_callbacks("pre", dt)
         if dt > 0.0 and self._records:
             start = time.perf_counter()
-            report = pipeline.step(
-                self.get_model(), self._state, dt, self._solver, self._gravity, self._extra_potentials
-            )
+            for pot in self._extra_potentials:  # nothing can change the scene during the step's solves
+                if hasattr(pot, "before_step"):
+                    pot.before_step(self)
+            try:
+                report = pipeline.step(
+                    self.get_model(), self._state, dt, self._solver, self._gravity, self._extra_potentials
+                )
+            finally:
+                for pot in self._extra_potentials:
+                    if hasattr(pot, "after_solves"):
+                        pot.after_solves(self)
             self._actor_status = report.actor_status
             self._stats = SolverStats(
                 convergence_status=ConvergenceStatus(int(report.status.max(initial=1))),
