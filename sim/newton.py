@@ -39,16 +39,27 @@ class NewtonResult:
 
 
 def evaluate_potentials(potentials, ctx, com_position, rotation, want_hessian) -> PotentialTerms:
-    """Sum every potential's terms; static actors' rows are zeroed (their pose is prescribed)."""
+    """Sum every potential's terms; static actors' rows are zeroed (their pose is prescribed).
+
+    A potential with ``is_active(ctx)`` returning False contributes nothing and is not evaluated."""
     num_worlds, num_bodies = com_position.shape[:2]
-    total = PotentialTerms.zeros(num_worlds, num_bodies, want_hessian)
+    total = None
     for pot in potentials:
+        active = getattr(pot, "is_active", None)
+        if active is not None and not active(ctx):
+            continue
         t = pot.evaluate(ctx, com_position, rotation, want_hessian)
+        if total is None:  # the sum starts as a copy of the first terms (a potential may return cached arrays)
+            hess = t.hessian_diag.copy() if want_hessian else None
+            total = PotentialTerms(t.energy, t.gradient.copy(), hess, list(t.couplings))
+            continue
         total.energy = total.energy + t.energy
         total.gradient += t.gradient
         if want_hessian:
             total.hessian_diag += t.hessian_diag
             total.couplings.extend(t.couplings)
+    if total is None:
+        total = PotentialTerms.zeros(num_worlds, num_bodies, want_hessian)
     static = ctx.model.bodies.is_static
     total.gradient[:, static] = 0.0
     return total
@@ -127,12 +138,20 @@ def _batched_solve(mats: np.ndarray, rhs: np.ndarray) -> np.ndarray:
         return out
 
 
-def _apply(com_position, rotation, dx, lam, mask):
-    """x (+) (-lam dx) for the worlds in ``mask`` (W,)."""
-    scale = np.where(mask, lam, 0.0)[:, None, None]
-    step = -scale * dx
-    new_c = com_position + step[..., :3]
-    new_r = lie.exp_so3(step[..., 3:]) @ rotation
+def _apply(com_position, rotation, dx, lam, mask, dyn_idx=None):
+    """x (+) (-lam dx) for the worlds in ``mask`` (W,); the other worlds (and static bodies, dx = 0) are copied."""
+    rows = np.flatnonzero(mask)
+    new_c, new_r = com_position.copy(), rotation.copy()
+    if rows.size == 0:
+        return new_c, new_r
+    step = -lam * dx[rows]
+    if dyn_idx is None:
+        new_c[rows] = com_position[rows] + step[..., :3]
+        new_r[rows] = lie.exp_so3(step[..., 3:]) @ rotation[rows]
+        return new_c, new_r
+    sel = np.ix_(rows, dyn_idx)
+    new_c[sel] = com_position[sel] + step[:, dyn_idx, :3]
+    new_r[sel] = lie.exp_so3(step[:, dyn_idx, 3:]) @ rotation[sel]
     return new_c, new_r
 
 
@@ -149,6 +168,8 @@ def newton_solve(potentials, ctx: StageContext, com_position, rotation, params: 
     t_asm = t_solve = t_ls = 0.0
     start = time.perf_counter()
 
+    subset_cache: dict = {}
+
     def evaluate(cc, rr, project_mask, rows=None, base=None):
         """Terms at (cc, rr). With ``rows`` (a subset of worlds), only those worlds are evaluated (the slowest
         world no longer makes every world pay); the other rows are copied from ``base``."""
@@ -157,7 +178,11 @@ def newton_solve(potentials, ctx: StageContext, com_position, rotation, params: 
         if rows is None or len(rows) == num_worlds:
             res = _evaluate_projected(potentials, ctx, cc, rr, project_mask)
         else:
-            sub = _evaluate_projected(potentials, _subset_context(ctx, rows), cc[rows], rr[rows], project_mask[rows])
+            key = rows.tobytes()
+            sub_ctx = subset_cache.get(key)
+            if sub_ctx is None:  # the same active set is evaluated by consecutive iterations and line searches
+                sub_ctx = subset_cache[key] = _subset_context(ctx, rows)
+            sub = _evaluate_projected(potentials, sub_ctx, cc[rows], rr[rows], project_mask[rows])
             res = _scatter_terms(base, sub, rows)
         t_asm += time.perf_counter() - t0
         return res
@@ -232,7 +257,8 @@ def newton_solve(potentials, ctx: StageContext, com_position, rotation, params: 
         stop_next = active & (dx_norm <= params.rel_step_tol * x_norm)
 
         t0 = time.perf_counter()
-        c, rot, terms, used = _line_search(params, evaluate, terms, c, rot, dx, active, project_always)
+        c, rot, terms, used = _line_search(params, evaluate, terms, c, rot, dx, active, project_always,
+                                           np.flatnonzero(dyn))
         t_ls += time.perf_counter() - t0
         ls_iters = np.maximum(ls_iters, used)
         if verbose:
@@ -320,7 +346,7 @@ def _merge_couplings(a_list, b_list, pick_a):
     ]
 
 
-def _line_search(params, evaluate, terms0, c0, r0, dx, active, project_mask):
+def _line_search(params, evaluate, terms0, c0, r0, dx, active, project_mask, dyn_idx=None):
     """Backtracking on lambda = 1, alpha, alpha^2, ... (at most line_search_max_iter tries).
 
     RESIDUAL_NORM accepts the first lambda with |r(x + lambda dx)| <= |r(x)| (plain Euclidean norm); ARMIJO accepts
@@ -337,7 +363,7 @@ def _line_search(params, evaluate, terms0, c0, r0, dx, active, project_mask):
     lam = 1.0
     max_tries = 1 if ls_type is LineSearchType.NONE else params.line_search_max_iter
     for k in range(max_tries):
-        c_try, r_try = _apply(c0, r0, dx, lam, pending)
+        c_try, r_try = _apply(c0, r0, dx, lam, pending, dyn_idx)
         t = evaluate(c_try, r_try, project_mask, np.nonzero(pending)[0], terms_out)
         last = k == max_tries - 1
         if ls_type is LineSearchType.NONE:

@@ -479,7 +479,13 @@ class RigidConstraintSet:
 
     def _distinct_rows(self, slot: int) -> bool:
         rows = self.actors[:, slot]
-        return np.unique(rows).size == rows.size
+        key = (slot, rows.tobytes())
+        cache = self.__dict__.setdefault("_distinct_cache", {})
+        if key not in cache:
+            if len(cache) > 64:
+                cache.clear()
+            cache[key] = np.unique(rows).size == rows.size
+        return cache[key]
 
     def evaluate(
         self, ctx: StageContext, com_position: np.ndarray, rotation: np.ndarray, want_hessian: bool

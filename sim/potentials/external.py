@@ -30,6 +30,10 @@ class Gravity:
 
 
 class DofLoads:
+    @staticmethod
+    def is_active(ctx: StageContext) -> bool:
+        return bool(np.any(ctx.external_force))
+
     def evaluate(self, ctx: StageContext, com_position, rotation, want_hessian):
         num_worlds, num_bodies = com_position.shape[:2]
         terms = PotentialTerms.zeros(num_worlds, num_bodies, want_hessian)
@@ -45,6 +49,10 @@ class DofLoads:
 
 
 class OffsetForces:
+    @staticmethod
+    def is_active(ctx: StageContext) -> bool:
+        return ctx.offset_force is not None
+
     def evaluate(self, ctx: StageContext, com_position, rotation, want_hessian):
         num_worlds, num_bodies = com_position.shape[:2]
         terms = PotentialTerms.zeros(num_worlds, num_bodies, want_hessian)

@@ -99,6 +99,10 @@ class NewtonEulerInertia:
     1/2 dw^T M dw (digest 2.5), used only by energy-based line searches.
     """
 
+    @staticmethod
+    def is_active(ctx: StageContext) -> bool:
+        return bool(np.any(ctx.model.bodies.newton_euler))
+
     def evaluate(self, ctx: StageContext, com_position, rotation, want_hessian):
         bodies = ctx.model.bodies
         active = ~bodies.is_static & bodies.newton_euler
