@@ -64,6 +64,8 @@ class PushWorldConfig:
         home = np.asarray(self.home_m, float)
         if np.any(home < lo) or np.any(home > hi):
             raise ValueError(f"home_m {home} must lie inside the workspace")
+        if not isinstance(self.solver_initial_guess, mochi.InitialGuess):
+            raise TypeError(f"solver_initial_guess must be an InitialGuess, got {self.solver_initial_guess!r}")
         self.task.validate()
         return self
 

@@ -23,6 +23,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+import superdex_gym.sim as mochi
+
 from .batched import OBS_DIM, GripperPushWorlds, PushWorldConfig
 from .push_task import PushConfig
 from .scene_view import HumanWindow, SceneView, default_camera
@@ -31,12 +33,22 @@ RENDER_MODES = ["human", "rgb_array", "depth_array"]
 
 
 def make_config(physics_dt=0.02, substeps=2, block_gripper=True, cube_size=0.04, cube_mass=0.064, friction=0.5,
-                goal_range=0.3, distance_threshold=0.05, solver_abs_tol=1e-2, solver_max_iter=8) -> PushWorldConfig:
-    """The ``gym.make`` kwargs of the Push environments as a validated `PushWorldConfig`."""
+                goal_range=0.3, distance_threshold=0.05, solver_abs_tol=1e-2, solver_max_iter=8,
+                solver_initial_guess="CONSTANT_VELOCITY") -> PushWorldConfig:
+    """The ``gym.make`` kwargs of the Push environments as a validated `PushWorldConfig`.
+
+    ``solver_initial_guess``: an ``InitialGuess`` or its name; ``"LATEST_SOLUTION"`` is the reference's."""
+    if isinstance(solver_initial_guess, str):
+        try:
+            solver_initial_guess = mochi.InitialGuess[solver_initial_guess.upper()]
+        except KeyError:
+            names = [g.name for g in mochi.InitialGuess]
+            raise ValueError(f"solver_initial_guess must be one of {names}, got {solver_initial_guess!r}") from None
     task = PushConfig(cube_size_m=float(cube_size), cube_mass_kg=float(cube_mass), friction=float(friction),
                       goal_range_m=float(goal_range), distance_threshold_m=float(distance_threshold))
     return PushWorldConfig(physics_dt=float(physics_dt), substeps=substeps, block_gripper=bool(block_gripper),
-                           task=task, solver_abs_tol=solver_abs_tol, solver_max_iter=solver_max_iter).validate()
+                           task=task, solver_abs_tol=solver_abs_tol, solver_max_iter=solver_max_iter,
+                           solver_initial_guess=solver_initial_guess).validate()
 
 
 def goal_spaces(worlds: GripperPushWorlds) -> spaces.Dict:

@@ -204,6 +204,17 @@ def test_physics_kwargs_and_bad_kwargs():
         gym.make("SuperDex/Push-v0", substeps=0)
     with pytest.raises(ValueError, match="goal_range"):
         gym.make("SuperDex/Push-v0", goal_range=0.05)
+    with pytest.raises(ValueError, match="solver_initial_guess"):
+        gym.make("SuperDex/Push-v0", solver_initial_guess="warm")
+
+
+def test_solver_initial_guess_kwarg():
+    import superdex_gym.sim as mochi
+
+    default = gym.make("SuperDex/Push-v0").unwrapped.worlds.scene
+    assert default.get_solver_params().non_linear_solver.initial_guess is mochi.InitialGuess.CONSTANT_VELOCITY
+    ref = gym.make("SuperDex/Push-v0", solver_initial_guess="latest_solution").unwrapped.worlds.scene
+    assert ref.get_solver_params().non_linear_solver.initial_guess is mochi.InitialGuess.LATEST_SOLUTION
 
 
 def test_terminate_on_success():
