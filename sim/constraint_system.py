@@ -142,12 +142,7 @@ class ConstraintSystem:
         for cs in self._sets.values():
             if not len(cs):
                 continue
-            t = cs.evaluate(ctx, com_position, rotation, want_hessian)
-            terms.energy += t.energy
-            terms.gradient += t.gradient
-            if want_hessian:
-                terms.hessian_diag += t.hessian_diag
-                terms.couplings.extend(t.couplings)
+            cs.evaluate(ctx, com_position, rotation, want_hessian, out=terms)
         return terms
 
     # --- scene hooks --------------------------------------------------------------------------------------------

@@ -488,16 +488,18 @@ class RigidConstraintSet:
         return cache[key]
 
     def evaluate(
-        self, ctx: StageContext, com_position: np.ndarray, rotation: np.ndarray, want_hessian: bool
+        self, ctx: StageContext, com_position: np.ndarray, rotation: np.ndarray, want_hessian: bool,
+        out: PotentialTerms | None = None,
     ) -> PotentialTerms:
+        """This set's terms, added into ``out`` when given (and returned)."""
         num_worlds, num_bodies = com_position.shape[:2]
-        terms = PotentialTerms.zeros(num_worlds, num_bodies, want_hessian)
+        terms = PotentialTerms.zeros(num_worlds, num_bodies, want_hessian) if out is None else out
         if len(self) == 0:
             return terms
         if num_bodies != self.num_bodies:
             raise ValueError(f"poses have {num_bodies} actors but com_local has {self.num_bodies}; call set_com_local")
         local = self.local_terms(ctx, com_position, rotation, want_hessian)
-        terms.energy += local.energy.sum(axis=1)
+        terms.energy = terms.energy + local.energy.sum(axis=1)
         every_world = slice(None)
         for a in range(self.num_constrained_actors):
             rows = self.actors[:, a]

@@ -33,31 +33,40 @@ from .. import lie
 _SERIES_ANGLE = 0.3
 
 
-def _beta_gamma(angle: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _beta_gamma(angle: np.ndarray, want_gamma: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
     """beta(t) = 1/t^2 - cot(t/2)/(2t) and gamma(t) = beta'(t)/t, elementwise, for 0 <= t <= pi.
 
     Series from cot(x) = 1/x - x/3 - x^3/45 - 2x^5/945 - x^7/4725 - 2x^9/93555 - 1382 x^11/638512875 at x = t/2.
+    ``want_gamma=False`` returns (beta, None). When every angle is below the series threshold the closed forms
+    are not evaluated (their values would be discarded).
     """
     t2 = angle * angle
     beta_series = 1.0 / 12.0 + t2 * (1.0 / 720.0 + t2 * (1.0 / 30240.0 + t2 * (1.0 / 1209600.0 + t2 / 47900160.0)))
-    gamma_series = 1.0 / 360.0 + t2 * (
-        1.0 / 7560.0 + t2 * (1.0 / 201600.0 + t2 * (1.0 / 5987520.0 + t2 * (13820.0 / (638512875.0 * 4096.0))))
-    )
+    gamma_series = None
+    if want_gamma:
+        gamma_series = 1.0 / 360.0 + t2 * (
+            1.0 / 7560.0 + t2 * (1.0 / 201600.0 + t2 * (1.0 / 5987520.0 + t2 * (13820.0 / (638512875.0 * 4096.0))))
+        )
     small = angle < _SERIES_ANGLE
+    if np.all(small):
+        return beta_series, gamma_series
     t = np.where(small, 1.0, angle)
     half = 0.5 * t
     cot_half = np.cos(half) / np.sin(half)
     beta_closed = 1.0 / (t * t) - cot_half / (2.0 * t)
     # beta'(t) = -2/t^3 + cot(t/2)/(2 t^2) + 1/(4 t sin^2(t/2))
+    beta = np.where(small, beta_series, beta_closed)
+    if not want_gamma:
+        return beta, None
     dbeta = -2.0 / t**3 + cot_half / (2.0 * t * t) + 1.0 / (4.0 * t * np.sin(half) ** 2)
-    return np.where(small, beta_series, beta_closed), np.where(small, gamma_series, dbeta / t)
+    return beta, np.where(small, gamma_series, dbeta / t)
 
 
 def log_and_inverse_jacobian(rot: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(..., 3, 3) rotations -> (phi (..., 3), Jl^{-1}(phi) (..., 3, 3)): d Log(exp(theta) M)/d theta at 0."""
     phi = lie.log_so3(rot)
     angle = np.sqrt(np.einsum("...i,...i->...", phi, phi))
-    beta, _ = _beta_gamma(angle)
+    beta, _ = _beta_gamma(angle, want_gamma=False)
     k = lie.skew(phi)
     jinv = np.eye(3) - 0.5 * k + beta[..., None, None] * (k @ k)
     return phi, jinv
