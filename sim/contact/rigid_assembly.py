@@ -114,9 +114,6 @@ def assemble_rigid_contact(
     n = num_bodies
     terms = PotentialTerms.zeros(num_worlds, n, want_hessian)
     num_slots = slots.body_a.shape[0]
-    if want_hessian and num_slots:
-        block = np.zeros((num_worlds, num_slots, 6, 6))
-        terms.couplings.append(Coupling(slots.body_a.copy(), slots.body_b.copy(), block))
     if rows.world.size == 0:
         return terms
     terms.energy[:] = np.bincount(rows.world, weights=rows.energy, minlength=num_worlds)
@@ -172,7 +169,11 @@ def assemble_rigid_contact(
         flip = slots.flip_of_pair[rows.pair[coupled]]
         if flip.any():
             h_ab = np.where(flip, h_ab.transpose(1, 0, 2), h_ab)
-        target = terms.couplings[0].block.reshape(num_worlds * num_slots, 36)
+        # Only when some row couples two dynamic bodies: without couplings the Newton system stays
+        # block-diagonal (one 6x6 solve per body instead of a dense solve per world).
+        block = np.zeros((num_worlds, num_slots, 6, 6))
+        terms.couplings.append(Coupling(slots.body_a.copy(), slots.body_b.copy(), block))
+        target = block.reshape(num_worlds * num_slots, 36)
         target[:] = _scatter_rows(num_worlds * num_slots, rows.world[coupled] * num_slots + slot[coupled],
                                   h_ab.reshape(36, -1))
     return terms
