@@ -55,6 +55,21 @@ def compile_bodies(records) -> Bodies:
     )
 
 
+_SQRT_INERTIA: dict = {}  # inertia bytes -> principal square roots (the last model's; inertia is per model)
+
+
+def _sqrt_inertia(inertia: np.ndarray) -> np.ndarray:
+    key = inertia.tobytes()
+    cached = _SQRT_INERTIA.get(key)
+    if cached is None:
+        vals, vecs = np.linalg.eigh(inertia)
+        cached = (vecs * np.sqrt(np.maximum(vals, 0.0))[:, None, :]) @ np.swapaxes(vecs, -1, -2)
+        if len(_SQRT_INERTIA) >= 8:
+            _SQRT_INERTIA.clear()
+        _SQRT_INERTIA[key] = cached
+    return cached
+
+
 def convergence_weights(bodies: Bodies, rotation: np.ndarray, gravity: np.ndarray):
     """Per-actor residual weights of PER_ACTOR_WEIGHTED convergence (the reference's rule, measured on the fp64
     build: tools/reference_runs/convergence_weights.py, agreement 1e-10).
@@ -70,8 +85,7 @@ def convergence_weights(bodies: Bodies, rotation: np.ndarray, gravity: np.ndarra
     force_scale = mass * a_ref
     force_weight = np.where(force_scale > 0, 1.0 / np.where(force_scale > 0, force_scale, 1.0) ** 2, 1.0)
     # sqrt(R I R^T) = R sqrt(I) R^T; sqrt(I) from the local eigen-decomposition (I is constant per body).
-    vals, vecs = np.linalg.eigh(bodies.inertia)
-    sqrt_local = (vecs * np.sqrt(np.maximum(vals, 0.0))[:, None, :]) @ np.swapaxes(vecs, -1, -2)
+    sqrt_local = _sqrt_inertia(bodies.inertia)
     sqrt_world_diag = np.einsum("wnij,njk,wnik->wni", rotation, sqrt_local, rotation)
     tau = a_ref * np.sqrt(np.maximum(mass, 0.0))[None, :, None] * sqrt_world_diag
     torque_weight = np.where(tau > 0, 1.0 / np.where(tau > 0, tau, 1.0) ** 2, 1.0)

@@ -132,7 +132,9 @@ def _step_group(model, state, worlds, tab: Tableau, dt, solver, gravity, potenti
     # reference does: v = (T(p) - T_prev(p)) / dt, omega = log(R R_prev^T) / dt.
     static_v = np.zeros_like(target_c)
     static_w = np.zeros_like(target_c)
-    if np.any(static):
+    moved = np.any(static) and not (np.array_equal(target_c[:, static], prev_c[:, static])
+                                    and np.array_equal(target_r[:, static], prev_r[:, static]))
+    if moved:  # statics that did not move have exactly zero velocity (no log of R R^T ~ 1 needed)
         pivot = bodies.static_pivot[static]
         static_v[:, static] = (
             target_c[:, static] + np.einsum("wnij,nj->wni", target_r[:, static], pivot)
