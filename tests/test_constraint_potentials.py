@@ -23,6 +23,7 @@ from superdex_gym.sim import lie
 from superdex_gym.sim.constraints import RigidPivotPositionConstraintParams, RigidPivotPositionConstraints, \
     JointRotationRangeConstraintParams, JointRotationRangeConstraints
 from test_constraint_fixtures import ALL_KINDS, NUM_BODIES, STAGE_DT, build_scenario, make_ctx
+from helpers import dense_hessian
 
 EPS = np.finfo(np.float64).eps
 H_GRADIENT = 1e-5  # m or rad, FD step for energy -> gradient
@@ -42,18 +43,6 @@ def perturbed(pos, rot, body, dof, h):
     return pos, rot
 
 
-def dense_hessian(terms) -> np.ndarray:
-    """(W, 6N, 6N) from the diagonal blocks and couplings (the solver's assembly, written out)."""
-    w, n = terms.gradient.shape[:2]
-    dense = np.zeros((w, 6 * n, 6 * n))
-    for b in range(n):
-        dense[:, 6 * b:6 * b + 6, 6 * b:6 * b + 6] += terms.hessian_diag[:, b]
-    for coupling in terms.couplings:
-        for p, (a, b) in enumerate(zip(coupling.body_a, coupling.body_b)):
-            assert a != b
-            dense[:, 6 * a:6 * a + 6, 6 * b:6 * b + 6] += coupling.block[:, p]
-            dense[:, 6 * b:6 * b + 6, 6 * a:6 * a + 6] += np.swapaxes(coupling.block[:, p], -1, -2)
-    return dense
 
 
 def _expected_gradient_jacobian(terms) -> np.ndarray:

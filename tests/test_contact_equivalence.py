@@ -15,7 +15,6 @@ displacement dp = Y - Y0 is much smaller than Y: |Y| / |dp| ~ 1e2 here). The act
 
 import numpy as np
 
-from superdex_gym.sim import shapes
 import pytest
 
 from superdex_gym.sim.contact.colliders import (
@@ -37,19 +36,17 @@ from superdex_gym.sim.contact.potential import (
 )
 from superdex_gym.sim.lie import exp_so3, skew
 from superdex_gym.sim.potentials.base import StageContext
+from helpers import box_arrays, dense_hessian
 
 RTOL = 1e-12
 
 
-def box_mesh(half):
-    """12-triangle box, CCW seen from outside (the product's builder; a scalar half size is a cube)."""
-    return shapes.box_mesh(np.broadcast_to(np.asarray(half, dtype=float), (3,)))
 
 
 def box_samples(half, offset=(0.0, 0.0, 0.0)):
     """3 samples per triangle (barycentric 2/3, 1/6, 1/6), weight area/3, face normal; shifted by ``offset``
     (samples relative to a CoM that is not the box centre)."""
-    v, t = box_mesh(half)
+    v, t = box_arrays(half)
     c = v[t]
     cross = np.cross(c[:, 1] - c[:, 0], c[:, 2] - c[:, 0])
     area = 0.5 * np.linalg.norm(cross, axis=1)
@@ -94,11 +91,11 @@ def scene(rng, uniform_samples: bool, generic: bool):
     colliders = [
         BodyCollider(0, PlaneCollider([0.1, 1.0, -0.05], -0.02)),
         BodyCollider(1, BoxCollider([0.02, -0.01, 0.0], [0.3, 0.05, 0.2], rotation=random_rotation(rng))),
-        BodyCollider(2, MeshCollider(*box_mesh([0.1, 0.1, 0.1])) if generic else BoxCollider([0, 0, 0], [0.1] * 3)),
+        BodyCollider(2, MeshCollider(*box_arrays([0.1, 0.1, 0.1])) if generic else BoxCollider([0, 0, 0], [0.1] * 3)),
         BodyCollider(3, BoxCollider([0.0, 0.0, 0.0], [0.06, 0.05, 0.04])),
         BodyCollider(4, BoxCollider([0.01, 0.0, -0.01], [0.05, 0.07, 0.03], rotation=random_rotation(rng))),
         BodyCollider(5, SphereCollider([0.0, 0.0, 0.0], 0.06)),
-        BodyCollider(6, build_grid_sdf(*box_mesh([0.05, 0.05, 0.05]), padding=0.01) if generic
+        BodyCollider(6, build_grid_sdf(*box_arrays([0.05, 0.05, 0.05]), padding=0.01) if generic
                      else SphereCollider([0.01, 0.0, 0.0], 0.05)),
     ]
     parts = [
@@ -257,16 +254,6 @@ def reference_evaluate(model, config, ctx, com, rot, want_hessian, margin=DEFAUL
     return energy, grad, dense, active
 
 
-def dense_of(terms, n):
-    w = terms.energy.shape[0]
-    h = np.zeros((w, 6 * n, 6 * n))
-    for i in range(n):
-        h[:, 6 * i:6 * i + 6, 6 * i:6 * i + 6] = terms.hessian_diag[:, i]
-    for c in terms.couplings:
-        for s, (a, b) in enumerate(zip(c.body_a, c.body_b)):
-            h[:, 6 * a:6 * a + 6, 6 * b:6 * b + 6] += c.block[:, s]
-            h[:, 6 * b:6 * b + 6, 6 * a:6 * a + 6] += np.swapaxes(c.block[:, s], -1, -2)
-    return h
 
 
 def assert_close_per_world(got, ref, what):
@@ -304,7 +291,7 @@ def test_vectorized_evaluation_matches_the_straightforward_one(config, uniform_s
             assert_close_per_world(terms.energy[:, None], e[:, None], "energy")
             assert_close_per_world(terms.gradient, g, "gradient")
             if want_hessian:
-                assert_close_per_world(dense_of(terms, n), h, "Hessian (diagonal and coupling blocks)")
+                assert_close_per_world(dense_hessian(terms), h, "Hessian (diagonal and coupling blocks)")
                 # one slot per unordered pair of dynamic bodies, present when some row couples two of them
                 # (the dense comparison above covers the blocks either way)
                 assert len(terms.couplings) <= 1

@@ -9,7 +9,6 @@ import math
 
 import numpy as np
 
-from superdex_gym.sim import shapes
 import pytest
 
 from superdex_gym.sim.contact.colliders import (
@@ -42,14 +41,10 @@ from superdex_gym.sim.contact.restitution import (
     calibrate_normal_viscous_damping_coefficient,
     effective_coefficient_of_restitution,
 )
+from helpers import box_arrays
 
 # Central differences of smooth kernels: truncation (h/L)^2 ~ 1e-12 and round-off eps/(h/L) ~ 1e-10, relative.
 FD_RTOL = 1e-6
-
-
-def box_mesh(half):
-    """12-triangle box, CCW seen from outside (the product's builder; a scalar half size is a cube)."""
-    return shapes.box_mesh(np.broadcast_to(np.asarray(half, dtype=float), (3,)))
 
 
 def central(f, x, h):
@@ -321,7 +316,7 @@ def test_box_field_regions_and_derivatives():
 
 
 def test_mesh_field_matches_the_box_and_its_derivatives():
-    v, t = box_mesh([0.2, 0.3, 0.4])
+    v, t = box_arrays([0.2, 0.3, 0.4])
     mesh = MeshCollider(v, t)
     box = BoxCollider([0, 0, 0], [0.2, 0.3, 0.4])
     pts = np.random.default_rng(4).uniform(-0.7, 0.7, size=(200, 3))
@@ -333,7 +328,7 @@ def test_mesh_field_matches_the_box_and_its_derivatives():
 
 
 def test_winding_number_and_signed_distance():
-    v, t = box_mesh(0.5)
+    v, t = box_arrays(0.5)
     a, b, c = (v[t[:, i]] for i in range(3))
     np.testing.assert_allclose(winding_number(np.array([[0, 0, 0], [2.0, 0, 0]]), a, b, c), [1.0, 0.0], atol=1e-12)
     d = signed_distance_to_mesh(np.array([[0.0, 0, 0], [1.0, 0, 0]]), v, t)
@@ -358,7 +353,7 @@ def test_grid_layout_x_slowest_z_fastest_reproduces_linear_fields():
 
 
 def test_grid_field_derivatives_inside_and_outside_the_grid():
-    v, t = box_mesh([0.2, 0.25, 0.3])
+    v, t = box_arrays([0.2, 0.25, 0.3])
     params = GridSdfParams(resolution_mode=SdfResolutionMode.EXPLICIT, resolution_delta=(0.07,) * 3)
     grid = build_grid_sdf(v, t, params, padding=0.05)
     rng = np.random.default_rng(6)
@@ -375,7 +370,7 @@ def test_grid_field_derivatives_inside_and_outside_the_grid():
 
 
 def test_grid_reproduces_the_box_away_from_edges():
-    v, t = box_mesh(0.2)
+    v, t = box_arrays(0.2)
     grid = build_grid_sdf(v, t, padding=0.001)
     box = BoxCollider([0, 0, 0], [0.2, 0.2, 0.2])
     # Face-region points near the bottom face, within the face's central part: the SDF is linear there.
@@ -385,7 +380,7 @@ def test_grid_reproduces_the_box_away_from_edges():
 
 
 def test_grid_resolution_modes_and_padding_rule():
-    v, t = box_mesh(0.2)  # 0.4 m cube, 12 edges of 0.4 m and 6 face diagonals
+    v, t = box_arrays(0.2)  # 0.4 m cube, 12 edges of 0.4 m and 6 face diagonals
     pad = 0.001
     size = 0.4 + 2 * pad
     mean_edge = (12 * 0.4 + 6 * 0.4 * math.sqrt(2)) / 18
@@ -434,7 +429,7 @@ def test_collider_type_resolution():
 
 
 def test_colliders_from_shapes_follow_the_bounding_volume_rules():
-    v, t = box_mesh([0.1, 0.2, 0.3])
+    v, t = box_arrays([0.1, 0.2, 0.3])
     v = v + [1.0, 2.0, 3.0]
     sphere = collider_from_mesh(ColliderType.SPHERE, v, t)
     np.testing.assert_allclose(sphere.center, [1, 2, 3])

@@ -15,7 +15,6 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from superdex_gym.sim import shapes
 import pytest
 
 from superdex_gym.sim.contact.colliders import (
@@ -29,6 +28,7 @@ from superdex_gym.sim.contact.params import ContactEvalConfig, ContactParams, co
 from superdex_gym.sim.contact.potential import BodyCollider, ContactPair, ContactPotential, ContactSamples
 from superdex_gym.sim.lie import exp_so3, skew
 from superdex_gym.sim.potentials.base import StageContext
+from helpers import box_arrays, dense_hessian
 
 FD_STEP = 1e-6
 FD_RTOL = 1e-5
@@ -45,9 +45,6 @@ FRICTIONLESS = ContactParams(penalty_coefficient=1e5, coulomb_friction_coefficie
 # Fixtures built by hand: a 2-triangles-per-face box and its P1Q3 samples.
 
 
-def box_mesh(half):
-    """12-triangle box, CCW seen from outside (the product's builder; a scalar half size is a cube)."""
-    return shapes.box_mesh(np.broadcast_to(np.asarray(half, dtype=float), (3,)))
 
 
 def p1q3_samples(v, t):
@@ -61,7 +58,7 @@ def p1q3_samples(v, t):
 
 
 def cube_samples(half, body):
-    pts, w, n = p1q3_samples(*box_mesh(half))
+    pts, w, n = p1q3_samples(*box_arrays(half))
     return pts, w, n, np.full(w.shape[0], body)
 
 
@@ -90,17 +87,6 @@ def perturb(com, rot, body, dof, h):
     return com, rot
 
 
-def dense_hessian(terms, num_bodies):
-    w = terms.energy.shape[0]
-    h = np.zeros((w, 6 * num_bodies, 6 * num_bodies))
-    for i in range(num_bodies):
-        h[:, 6 * i:6 * i + 6, 6 * i:6 * i + 6] = terms.hessian_diag[:, i]
-    for c in terms.couplings:
-        for s, (a, b) in enumerate(zip(c.body_a, c.body_b)):
-            assert a != b
-            h[:, 6 * a:6 * a + 6, 6 * b:6 * b + 6] += c.block[:, s]
-            h[:, 6 * b:6 * b + 6, 6 * a:6 * a + 6] += np.swapaxes(c.block[:, s], -1, -2)
-    return h
 
 
 def fd_check(pot, ctx, com, rot, bodies, check_hessian=True):
@@ -109,7 +95,7 @@ def fd_check(pot, ctx, com, rot, bodies, check_hessian=True):
     n = com.shape[1]
     w = com.shape[0]
     grad = terms.gradient.reshape(w, -1)
-    hess = dense_hessian(terms, n)
+    hess = dense_hessian(terms)
     fd_grad, fd_hess = np.zeros_like(grad), np.zeros_like(hess)
     for i in bodies:
         for k in range(6):
@@ -157,8 +143,8 @@ def ground_colliders():
         "plane": (PlaneCollider([0, 1, 0], 0.0), 0.0),
         "sphere": (SphereCollider([0.0, 0.0, 0.0], 10.0), -10.0),
         "box": (BoxCollider([0.0, 0.0, 0.0], slab), -0.3),
-        "sdf": (build_grid_sdf(*box_mesh(slab), padding=0.01), -0.3),
-        "mesh": (MeshCollider(*box_mesh(slab)), -0.3),
+        "sdf": (build_grid_sdf(*box_arrays(slab), padding=0.01), -0.3),
+        "mesh": (MeshCollider(*box_arrays(slab)), -0.3),
     }
 
 
@@ -192,7 +178,7 @@ def test_collider_fd_static_collider_moving(name):
 
 def test_mesh_vs_mesh_sdf_both_directions():
     """Two cubes, each with samples and a grid SDF; pairs in both directions are summed."""
-    v, t = box_mesh(0.2)
+    v, t = box_arrays(0.2)
     sdf = build_grid_sdf(v, t, padding=0.01)
     params = combine_contact_params(FRICTION, FRICTION, collider_is_static=False)
     samples = stack_samples(cube_samples(0.2, 0), cube_samples(0.2, 1))
@@ -239,7 +225,7 @@ def test_default_mode_dissipation_on_a_plane_is_exact_without_fading():
 def test_default_hessian_is_the_gauss_newton_psd_approximation():
     pot, ctx, com, rot = two_body_setup(ground_colliders()["box"], FRICTION, False, np.random.default_rng(16),
                                         config=ContactEvalConfig())
-    h = dense_hessian(pot.evaluate(ctx, com, rot, True), 2)
+    h = dense_hessian(pot.evaluate(ctx, com, rot, True))
     np.testing.assert_allclose(h, np.swapaxes(h, 1, 2), atol=1e-9 * np.abs(h).max())
     assert np.linalg.eigvalsh(h).min() > -1e-9 * np.abs(h).max()
 
@@ -346,7 +332,7 @@ def test_broad_phase_skips_separated_pairs():
     """20 cubes 1 m apart on a plane: 400 ordered pairs, but no cube-cube narrow phase and only the bottom
     samples against the ground."""
     n_cubes = 20
-    v, t = box_mesh(0.2)
+    v, t = box_arrays(0.2)
     sdf = CountingCollider(build_grid_sdf(v, t, padding=0.001))
     ground = CountingCollider(PlaneCollider([0, 1, 0], 0.0))
     samples = stack_samples(*(cube_samples(0.2, i) for i in range(n_cubes)))

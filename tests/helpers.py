@@ -1,0 +1,26 @@
+"""Test-only helpers shared by several test files (reference numbers live in reference.py)."""
+
+import numpy as np
+
+from superdex_gym.sim import shapes
+
+
+def box_arrays(half):
+    """(vertices, triangles) of the product's 12-triangle box (CCW seen from outside); a scalar half size is a
+    cube."""
+    return shapes.box_mesh(np.broadcast_to(np.asarray(half, dtype=float), (3,)))
+
+
+def dense_hessian(terms) -> np.ndarray:
+    """(W, 6N, 6N) from the diagonal blocks and couplings of `PotentialTerms` (the solver's assembly, written
+    out); couplings must join two different bodies."""
+    w, n = terms.gradient.shape[:2]
+    dense = np.zeros((w, 6 * n, 6 * n))
+    for b in range(n):
+        dense[:, 6 * b:6 * b + 6, 6 * b:6 * b + 6] += terms.hessian_diag[:, b]
+    for coupling in terms.couplings:
+        for p, (a, b) in enumerate(zip(coupling.body_a, coupling.body_b)):
+            assert a != b
+            dense[:, 6 * a:6 * a + 6, 6 * b:6 * b + 6] += coupling.block[:, p]
+            dense[:, 6 * b:6 * b + 6, 6 * a:6 * a + 6] += np.swapaxes(coupling.block[:, p], -1, -2)
+    return dense
