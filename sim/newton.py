@@ -82,7 +82,7 @@ def _solve(terms: PotentialTerms, bodies) -> tuple[np.ndarray, np.ndarray]:
 
     Returns dx (W, N, 6) and ok (W,) (finite solution). Couplings that touch a static body are dropped; the
     system is block-diagonal (one 6x6 solve per body) unless dynamic bodies are coupled, then one dense
-    (6 D) x (6 D) solve per world over the D dynamic bodies.
+    (6 D) x (6 D) solve over the D dynamic bodies, for the worlds whose coupling blocks are non-zero only.
     """
     static = bodies.is_static
     rhs = terms.gradient
@@ -101,14 +101,27 @@ def _solve(terms: PotentialTerms, bodies) -> tuple[np.ndarray, np.ndarray]:
         keep = (local[c.body_a] >= 0) & (local[c.body_b] >= 0)
         if np.any(keep):
             couplings.append((local[c.body_a[keep]], local[c.body_b[keep]], c.block[:, keep]))
-    if not couplings:
+    # Per world: the dense system only where this world's coupling blocks are non-zero, so a world's arithmetic
+    # (and its last bits) never depends on which other worlds share the batch.
+    coupled = np.zeros(num_worlds, dtype=bool)
+    for _, _, blk in couplings:
+        coupled |= np.any(blk.reshape(num_worlds, -1) != 0.0, axis=1)
+    if not np.any(coupled):
         # Block-diagonal: one 6x6 solve per body.
         sol = _batched_solve(hess.reshape(-1, 6, 6), rhs_d.reshape(-1, 6, 1)).reshape(num_worlds, num_dyn, 6)
     else:
-        dense = np.zeros((num_worlds, num_dyn, num_dyn, 6, 6))
+        sol = np.empty((num_worlds, num_dyn, 6))
+        free = np.flatnonzero(~coupled)
+        if free.size:
+            sol[free] = _batched_solve(hess[free].reshape(-1, 6, 6), rhs_d[free].reshape(-1, 6, 1)).reshape(
+                free.size, num_dyn, 6)
+        rows = np.flatnonzero(coupled)
+        k = rows.size
+        dense = np.zeros((k, num_dyn, num_dyn, 6, 6))
         idx = np.arange(num_dyn)
-        dense[:, idx, idx] = hess
+        dense[:, idx, idx] = hess[rows]
         for a, b, blk in couplings:
+            blk = blk[rows]
             if len(np.unique(a * num_dyn + b)) == len(a):
                 # distinct pairs (the usual case): fancy-index += is exact and much faster than np.add.at
                 dense[:, a, b] += blk
@@ -116,8 +129,8 @@ def _solve(terms: PotentialTerms, bodies) -> tuple[np.ndarray, np.ndarray]:
             else:
                 np.add.at(dense, (slice(None), a, b), blk)
                 np.add.at(dense, (slice(None), b, a), np.swapaxes(blk, -1, -2))
-        dense = dense.transpose(0, 1, 3, 2, 4).reshape(num_worlds, 6 * num_dyn, 6 * num_dyn)
-        sol = _batched_solve(dense, rhs_d.reshape(num_worlds, -1, 1)).reshape(num_worlds, num_dyn, 6)
+        dense = dense.transpose(0, 1, 3, 2, 4).reshape(k, 6 * num_dyn, 6 * num_dyn)
+        sol[rows] = _batched_solve(dense, rhs_d[rows].reshape(k, -1, 1)).reshape(k, num_dyn, 6)
     dx[:, dyn_idx] = sol
     ok = np.all(np.isfinite(sol.reshape(num_worlds, -1)), axis=1)
     return np.where(ok[:, None, None], dx, 0.0), ok
@@ -165,41 +178,61 @@ def _apply(com_position, rotation, dx, lam, mask, dyn_idx=None):
 
 
 def newton_solve(potentials, ctx: StageContext, com_position, rotation, params: NonLinearSolverParams) -> NewtonResult:
+    """Newton over the worlds of ``ctx`` (see the module docstring).
+
+    The iteration works on a compacted batch: when worlds finish (converged, stopped, diverged) their iterate and
+    residual are written to the result and every array, the context included, shrinks to the worlds still
+    iterating, so the last few slow worlds cost what a batch of that size costs. Per-world arithmetic is the same
+    as on the full batch (bit-identical results).
+    """
     bodies = ctx.model.bodies
     num_worlds = com_position.shape[0]
-    c, rot = com_position.copy(), rotation.copy()
+    out_c, out_r = com_position.copy(), rotation.copy()
+    out_grad = np.zeros(com_position.shape[:2] + (6,))
     status = np.full(num_worlds, ConvergenceStatus.NOT_STARTED.value)
     iterations = np.zeros(num_worlds, dtype=np.int64)
     ls_iters = np.zeros(num_worlds, dtype=np.int64)
-    active = np.ones(num_worlds, dtype=bool)
     mode = params.psd_proj_mode
-    project_always = np.full(num_worlds, mode is PsdProjMode.ALWAYS)
     t_asm = t_solve = t_ls = 0.0
     start = time.perf_counter()
+    ctx_cache: dict = {}
 
-    subset_cache: dict = {}
+    def context_of(rows):
+        """The stage context of the batch worlds ``rows`` (cached: line searches revisit the same sets)."""
+        if rows.size == num_worlds:
+            return ctx
+        key = rows.tobytes()
+        sub = ctx_cache.get(key)
+        if sub is None:
+            if len(ctx_cache) > 64:
+                ctx_cache.clear()
+            sub = ctx_cache[key] = _subset_context(ctx, rows)
+        return sub
+
+    # The working set: batch indices ``idx`` and, row for row, its context, iterate, terms and bookkeeping.
+    idx = np.arange(num_worlds)
+    wctx = ctx
+    c, rot = com_position.copy(), rotation.copy()
+    project_always = np.full(num_worlds, mode is PsdProjMode.ALWAYS)
 
     def evaluate(cc, rr, project_mask, rows=None, base=None):
-        """Terms at (cc, rr). With ``rows`` (a subset of worlds), only those worlds are evaluated (the slowest
-        world no longer makes every world pay); the other rows are copied from ``base``."""
+        """Terms at (cc, rr) of the working set; with ``rows`` (working-set positions) only those worlds are
+        evaluated and the other rows are copied from ``base``."""
         nonlocal t_asm
         t0 = time.perf_counter()
-        if rows is None or len(rows) == num_worlds:
-            res = _evaluate_projected(potentials, ctx, cc, rr, project_mask)
+        if rows is None or len(rows) == cc.shape[0]:
+            res = _evaluate_projected(potentials, wctx, cc, rr, project_mask)
         else:
-            key = rows.tobytes()
-            sub_ctx = subset_cache.get(key)
-            if sub_ctx is None:  # the same active set is evaluated by consecutive iterations and line searches
-                sub_ctx = subset_cache[key] = _subset_context(ctx, rows)
-            sub = _evaluate_projected(potentials, sub_ctx, cc[rows], rr[rows], project_mask[rows])
+            sub = _evaluate_projected(potentials, context_of(idx[rows]), cc[rows], rr[rows], project_mask[rows])
             res = _scatter_terms(base, sub, rows)
         t_asm += time.perf_counter() - t0
         return res
 
     terms = evaluate(c, rot, project_always)
-    rho0 = _actor_residuals(terms.gradient, ctx)
+    rho0 = _actor_residuals(terms.gradient, wctx)
     norm0 = _residual_norm(terms.gradient)
     dyn = ~bodies.is_static
+    dyn_idx = np.flatnonzero(dyn)
 
     def converged(terms_now, it):
         if params.convergence_mode is ConvergenceMode.GLOBAL:
@@ -208,7 +241,7 @@ def newton_solve(potentials, ctx: StageContext, com_position, rotation, params: 
             if it > 0:
                 ok |= nrm <= params.rel_tol * norm0
             return ok
-        rho = _actor_residuals(terms_now.gradient, ctx)
+        rho = _actor_residuals(terms_now.gradient, wctx)
         ok = rho <= params.abs_tol
         if it > 0:
             ok |= rho <= params.rel_tol * rho0
@@ -218,76 +251,94 @@ def newton_solve(potentials, ctx: StageContext, com_position, rotation, params: 
     verbose = params.verbosity is Verbosity.VERBOSE
     for it in range(params.max_iter + 1):
         if verbose:
-            rho = _actor_residuals(terms.gradient, ctx)
+            rho = _actor_residuals(terms.gradient, wctx)
             worst = np.unravel_index(np.argmax(rho), rho.shape)
             logger.info("newton it %d: active %d, |r| max %.3e, weighted max %.3e (world %d actor %d)", it,
-                        int(active.sum()), float(_residual_norm(terms.gradient).max()), float(rho.max()), *worst)
-        done = converged(terms, it) & active
-        status[done] = ConvergenceStatus.CONVERGED.value
-        active &= ~done
-        # Worlds whose last raw increment was below rel_step_tol stop here (status STOPPED).
-        status[active & stop_next] = ConvergenceStatus.STOPPED.value
-        active &= ~stop_next
+                        idx.size, float(_residual_norm(terms.gradient).max()), float(rho.max()),
+                        int(idx[worst[0]]), int(worst[1]))
+        fin = np.full(idx.size, ConvergenceStatus.NOT_STARTED.value)  # the status a finishing world gets
+        fin[stop_next] = ConvergenceStatus.STOPPED.value  # last raw increment below rel_step_tol
+        fin[converged(terms, it)] = ConvergenceStatus.CONVERGED.value
         if params.explosion_control:
             nrm = _residual_norm(terms.gradient)
-            bad = active & (~np.isfinite(nrm) | (nrm > params.abs_div_tol) | (nrm > params.rel_div_tol * np.maximum(norm0, 1e-300)))
-            status[bad] = ConvergenceStatus.DIVERGED.value
-            active &= ~bad
-        if it == params.max_iter or not np.any(active):
-            break
-        if params.max_elapsed_time_seconds > 0 and time.perf_counter() - start > params.max_elapsed_time_seconds:
-            break
+            bad = (fin == ConvergenceStatus.NOT_STARTED.value) & (
+                ~np.isfinite(nrm) | (nrm > params.abs_div_tol) | (nrm > params.rel_div_tol * np.maximum(norm0, 1e-300)))
+            fin[bad] = ConvergenceStatus.DIVERGED.value
+        last = it == params.max_iter or (
+            params.max_elapsed_time_seconds > 0 and time.perf_counter() - start > params.max_elapsed_time_seconds)
+        if last:
+            fin[fin == ConvergenceStatus.NOT_STARTED.value] = ConvergenceStatus.STOPPED.value
+        finished = fin != ConvergenceStatus.NOT_STARTED.value
+        if np.any(finished):
+            rows = idx[finished]
+            status[rows] = fin[finished]
+            out_c[rows], out_r[rows], out_grad[rows] = c[finished], rot[finished], terms.gradient[finished]
+            keep = np.flatnonzero(~finished)
+            if keep.size == 0:
+                break
+            idx, c, rot, terms = idx[keep], c[keep], rot[keep], _take_terms(terms, keep)
+            project_always, rho0, norm0, wctx = project_always[keep], rho0[keep], norm0[keep], context_of(idx)
         t0 = time.perf_counter()
-        rows = np.nonzero(active)[0]
-        dx, ok = _solve_rows(terms, bodies, rows)
+        dx, ok = _solve(terms, bodies)
         descent = np.einsum("wni,wni->w", terms.gradient, dx) > 0.0
         t_solve += time.perf_counter() - t0
         if mode in (PsdProjMode.IF_FAIL_RETRY, PsdProjMode.IF_FAIL_ALWAYS):
-            failed = active & ~project_always & ~(ok & descent)
+            failed = ~project_always & ~(ok & descent)
             if np.any(failed):
                 # Retry this iteration with projected Hessians for the worlds whose solve failed.
                 retry_mask = project_always | failed
                 failed_rows = np.nonzero(failed)[0]
                 terms_p = evaluate(c, rot, retry_mask, failed_rows, terms)
-                dx_p, ok_p = _solve_rows(terms_p, bodies, failed_rows)
-                dx = np.where(failed[:, None, None], dx_p, dx)
-                ok = np.where(failed, ok_p, ok)
+                dx_p, ok_p = _solve(_take_terms(terms_p, failed_rows), bodies)
+                dx[failed_rows], ok[failed_rows] = dx_p, ok_p
                 if mode is PsdProjMode.IF_FAIL_ALWAYS:
                     project_always = retry_mask
-        bad_solve = active & ~ok
-        status[bad_solve] = ConvergenceStatus.DIVERGED.value
-        active &= ~bad_solve
-        iterations[active] += 1
-        if not np.any(active):  # every remaining world's solve failed (DIVERGED above): nothing to search
-            break
+        if not np.all(ok):  # a failed solve: the world stops here, DIVERGED, at its current iterate
+            rows = idx[~ok]
+            status[rows] = ConvergenceStatus.DIVERGED.value
+            out_c[rows], out_r[rows], out_grad[rows] = c[~ok], rot[~ok], terms.gradient[~ok]
+            keep = np.flatnonzero(ok)
+            if keep.size == 0:  # every remaining world's solve failed: nothing to search
+                break
+            idx, c, rot, terms, dx = idx[keep], c[keep], rot[keep], _take_terms(terms, keep), dx[keep]
+            project_always, rho0, norm0, wctx = project_always[keep], rho0[keep], norm0[keep], context_of(idx)
+        iterations[idx] += 1
         # Relative step tolerance on the raw increment (before the line search).
         # |x|^2 = |c|^2 + |log R|^2, the rotation angle from the trace (no full log needed).
         angle = np.arccos(np.clip(0.5 * (np.trace(rot[:, dyn], axis1=-2, axis2=-1) - 1.0), -1.0, 1.0))
         x_norm = np.sqrt(np.einsum("wni,wni->w", c[:, dyn], c[:, dyn]) + np.einsum("wn,wn->w", angle, angle))
         dx_norm = np.sqrt(np.einsum("wni,wni->w", dx, dx))
-        stop_next = active & (dx_norm <= params.rel_step_tol * x_norm)
+        stop_next = dx_norm <= params.rel_step_tol * x_norm
 
         t0 = time.perf_counter()
-        c, rot, terms, used = _line_search(params, evaluate, terms, c, rot, dx, active, project_always,
-                                           np.flatnonzero(dyn))
+        c, rot, terms, used = _line_search(params, evaluate, terms, c, rot, dx, np.ones(idx.size, dtype=bool),
+                                           project_always, dyn_idx)
         t_ls += time.perf_counter() - t0
-        ls_iters = np.maximum(ls_iters, used)
+        ls_iters[idx] = np.maximum(ls_iters[idx], used)
         if verbose:
             logger.info("  line search backtracks: max %d, worlds backtracking %d", int(used.max(initial=0)),
                         int((used > 0).sum()))
 
-    status[active] = ConvergenceStatus.STOPPED.value
     return NewtonResult(
-        com_position=c,
-        rotation=rot,
+        com_position=out_c,
+        rotation=out_r,
         status=status,
         iterations=iterations,
         line_search_iterations=ls_iters,
-        residual_norm=_residual_norm(terms.gradient),
-        actor_residual=_actor_residuals(terms.gradient, ctx),
+        residual_norm=_residual_norm(out_grad),
+        actor_residual=_actor_residuals(out_grad, ctx),
         assembly_time=t_asm,
         solve_time=t_solve,
         line_search_time=t_ls,
+    )
+
+
+def _take_terms(terms: PotentialTerms, rows: np.ndarray) -> PotentialTerms:
+    """The terms of the worlds ``rows``."""
+    return PotentialTerms(
+        energy=terms.energy[rows], gradient=terms.gradient[rows],
+        hessian_diag=None if terms.hessian_diag is None else terms.hessian_diag[rows],
+        couplings=[replace(cp, block=cp.block[rows]) for cp in terms.couplings],
     )
 
 
@@ -328,22 +379,6 @@ def _scatter_terms(base: PotentialTerms, sub: PotentialTerms, rows: np.ndarray) 
         block[rows] = cp.block
         couplings.append(replace(cp, block=block))
     return PotentialTerms(energy=energy, gradient=gradient, hessian_diag=hess, couplings=couplings)
-
-
-def _solve_rows(terms: PotentialTerms, bodies, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """`_solve` for the worlds ``rows`` only; other worlds get dx = 0, ok = True."""
-    num_worlds = terms.gradient.shape[0]
-    if len(rows) == num_worlds:
-        return _solve(terms, bodies)
-    sub = PotentialTerms(
-        energy=terms.energy[rows], gradient=terms.gradient[rows], hessian_diag=terms.hessian_diag[rows],
-        couplings=[replace(cp, block=cp.block[rows]) for cp in terms.couplings],
-    )
-    dx_sub, ok_sub = _solve(sub, bodies)
-    dx = np.zeros_like(terms.gradient)
-    ok = np.ones(num_worlds, dtype=bool)
-    dx[rows], ok[rows] = dx_sub, ok_sub
-    return dx, ok
 
 
 def _merge_couplings(a_list, b_list, pick_a):
