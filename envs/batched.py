@@ -106,7 +106,9 @@ class GripperPushWorlds:
         """Fresh episodes in ``worlds`` (K,), each sampled from its own generator ``rngs[k]``.
 
         ``options`` (single-world resets): ``goal`` (3,) and ``object_pose`` (position (3,) or position +
-        quaternion (x, y, z, w) (7,)) override the sampled values.
+        quaternion (x, y, z, w) (7,)) override the sampled values. Both positions must lie in the achieved /
+        desired goal bounds, and the cube must not overlap the table (resting on it is z = cube_size / 2); a bad
+        option raises ValueError before anything changes.
         """
         worlds = np.asarray(worlds, dtype=np.int64)
         if worlds.size == 0:
@@ -117,28 +119,56 @@ class GripperPushWorlds:
             raise ValueError(f"unknown reset options {sorted(unknown)}; supported: 'goal', 'object_pose'")
         if options and worlds.size != 1:
             raise ValueError("reset options apply to one world at a time")
-        cube_pos = np.zeros((worlds.size, 3))
-        cube_quat = np.tile([0.0, 0.0, 0.0, 1.0], (worlds.size, 1))
-        for k, rng in enumerate(rngs):
-            cube_pos[k], self.goal[worlds[k]] = self.task.sample_episode(rng)
+        # Every option is checked before anything changes (a bad option leaves the world and its generator as
+        # they were), then the episode is sampled (always: the options override draws, so the stream is the same).
+        obs_low, obs_high = self.observation_bounds()
+        cube_lo, cube_hi = obs_low[3:6].astype(np.float64), obs_high[3:6].astype(np.float64)
+        goal = pose = quat = None
         if "goal" in options:
             goal = _finite_array(options["goal"], (3,), "options['goal']")
-            self.goal[worlds[0]] = goal
+            if np.any(goal < cube_lo) or np.any(goal > cube_hi):
+                raise ValueError(f"options['goal'] {goal.tolist()} lies outside the desired_goal bounds "
+                                 f"{cube_lo.tolist()} .. {cube_hi.tolist()} (the arena)")
         if "object_pose" in options:
             pose = np.asarray(options["object_pose"], dtype=np.float64).ravel()
             if pose.shape not in ((3,), (7,)) or not np.all(np.isfinite(pose)):
                 raise ValueError("options['object_pose'] must be 3 (position) or 7 (position + quaternion x, y, z, w) "
                                  f"finite numbers, got {options['object_pose']!r}")
-            cube_pos[0] = pose[:3]
+            quat = np.array([0.0, 0.0, 0.0, 1.0])
             if pose.size == 7:
                 if np.linalg.norm(pose[3:]) < 1e-12:
                     raise ValueError("options['object_pose'] quaternion must be non-zero")
-                cube_quat[0] = pose[3:] / np.linalg.norm(pose[3:])
+                quat = pose[3:] / np.linalg.norm(pose[3:])
+            self._check_object_pose(pose[:3], quat, cube_lo, cube_hi)
+        cube_pos = np.zeros((worlds.size, 3))
+        cube_quat = np.tile([0.0, 0.0, 0.0, 1.0], (worlds.size, 1))
+        for k, rng in enumerate(rngs):
+            cube_pos[k], self.goal[worlds[k]] = self.task.sample_episode(rng)
+        if goal is not None:
+            self.goal[worlds[0]] = goal
+        if pose is not None:
+            cube_pos[0], cube_quat[0] = pose[:3], quat
         self.scene.restore_snapshot(self._template, worlds=worlds)
         self.scene.set_actor_poses([self.cube], cube_pos[:, None], cube_quat[:, None], worlds=worlds)
         home = np.asarray(self.config.home_m, dtype=np.float64)
         self._target[worlds] = home
         self._opening[worlds] = 0.0
+
+    def _check_object_pose(self, position, quat, low, high) -> None:
+        """A requested cube pose must lie in the achieved_goal bounds and must not start inside the table."""
+        if np.any(position < low) or np.any(position > high):
+            raise ValueError(f"options['object_pose'] position {position.tolist()} lies outside the achieved_goal "
+                             f"bounds {low.tolist()} .. {high.tolist()} (the arena)")
+        t = self.config.task
+        half = t.cube_size_m / 2
+        extent = half * np.abs(mochi.lie.quat_to_matrix(quat)).sum(axis=1)  # the rotated cube's AABB half size
+        hx, hy, hz = t.table_half_extents
+        tol = 1e-6  # m: a cube resting exactly on the top (z = half size) is fine
+        inside = (np.abs(position[0]) < hx + extent[0] - tol and np.abs(position[1]) < hy + extent[1] - tol
+                  and position[2] - extent[2] < -tol and position[2] + extent[2] > -2 * hz + tol)
+        if inside:
+            raise ValueError(f"options['object_pose'] puts the cube inside the table (its lowest point at z = "
+                             f"{position[2] - extent[2]:.4f} m, the top is at z = 0; resting: z = {half} m)")
 
     # --- actions -------------------------------------------------------------------------------------------------
     def apply_actions(self, actions: np.ndarray) -> None:

@@ -13,8 +13,10 @@ Conventions follow Gymnasium-Robotics ``FetchPush`` and panda-gym ``PandaPush``:
 * reward: sparse -1 / 0 (``Push-v0``), or -distance (``PushDense-v0``); ``compute_reward(achieved_goal,
   desired_goal, info)`` is vectorized over leading batch axes for HER relabelling; ``info["is_success"]``.
 * episodes: 50 steps (``TimeLimit`` from the registration), ``terminate_on_success`` (default False, as Fetch).
-* ``reset(seed=..., options={"goal": (3,), "object_pose": (3,) or (7,)})``; the goal is never within the success
-  radius at reset. ``get_state()`` / ``set_state()`` round-trip exactly.
+* ``reset(seed=..., options={"goal": (3,), "object_pose": (3,) or (7,)})``; a sampled goal is never within the
+  success radius at reset (requested ones are taken as given). Requested positions must lie in the goal bounds (the
+  arena) and the cube must not start inside the table, else ``ValueError`` and nothing changes (the episode goes
+  on). ``get_state()`` / ``set_state()`` round-trip exactly.
 """
 
 from __future__ import annotations

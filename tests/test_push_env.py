@@ -150,6 +150,34 @@ def test_reset_options_and_never_solved_at_reset():
         env.reset(options={"bogus": 1})
     with pytest.raises(ValueError, match="object_pose"):
         env.reset(options={"object_pose": [0, 0]})
+    # positions outside the observation space's goal bounds, or a cube started inside the table, are refused
+    with pytest.raises(ValueError, match="outside the desired_goal bounds"):
+        env.reset(options={"goal": [5.0, 0.0, 0.02]})
+    with pytest.raises(ValueError, match="outside the achieved_goal bounds"):
+        env.reset(options={"object_pose": [0.0, -1.5, 0.02]})
+    with pytest.raises(ValueError, match="inside the table"):
+        env.reset(options={"object_pose": [0.0, 0.0, 0.0]})
+    tilted = [0.0, 0.0, 0.02, 0.0, np.sin(np.pi / 8), 0.0, np.cos(np.pi / 8)]  # 45 deg: its edge dips to z < 0
+    with pytest.raises(ValueError, match="inside the table"):
+        env.reset(options={"object_pose": tilted})
+    env.reset(options={"object_pose": [0.0, 0.0, 0.02 * np.sqrt(2) + 1e-4] + tilted[3:]})  # the same, lifted: fine
+    env.reset(options={"object_pose": [0.6, 0.0, -0.38]})  # on the floor beside the table: fine
+
+
+def test_bad_reset_option_leaves_the_episode_and_the_generator_as_they_were():
+    env = gym.make("SuperDex/Push-v0")
+    twin = gym.make("SuperDex/Push-v0")
+    obs, _ = env.reset(seed=3)
+    twin.reset(seed=3)
+    for options in ({"goal": [0.0, 0.0, 9.0]}, {"goal": [0.1, 0.1, 0.02], "object_pose": [0.0, 0.0, -0.01]}):
+        with pytest.raises(ValueError):
+            env.reset(options=options)
+    a = np.array([0.3, -0.2, 0.1, 0.0])
+    after, *_ = env.step(a)
+    expected, *_ = twin.step(a)
+    for key in after:
+        np.testing.assert_array_equal(after[key], expected[key])
+    np.testing.assert_array_equal(env.reset()[0]["desired_goal"], twin.reset()[0]["desired_goal"])
     venv = gym.make_vec("SuperDex/Push-v0", num_envs=200)
     for seed in range(5):
         obs, info = venv.reset(seed=1000 * seed)
