@@ -36,10 +36,12 @@ RENDER_MODES = ["human", "rgb_array", "depth_array"]
 
 def make_config(physics_dt=0.02, substeps=2, block_gripper=True, cube_size=0.04, cube_mass=0.064, friction=0.5,
                 goal_range=0.3, distance_threshold=0.05, solver_abs_tol=1e-2, solver_max_iter=8,
-                solver_initial_guess="CONSTANT_VELOCITY") -> PushWorldConfig:
+                solver_initial_guess="CONSTANT_VELOCITY", solver_line_search_max_iter=2) -> PushWorldConfig:
     """The ``gym.make`` kwargs of the Push environments as a validated `PushWorldConfig`.
 
-    ``solver_initial_guess``: an ``InitialGuess`` or its name; ``"LATEST_SOLUTION"`` is the reference's."""
+    ``solver_initial_guess``: an ``InitialGuess`` or its name; ``"LATEST_SOLUTION"`` is the reference's.
+    ``solver_line_search_max_iter``: line-search tries per Newton iteration (the engine's default is 4); the
+    Newton settings' reasons and measurements are in `PushWorldConfig`."""
     if isinstance(solver_initial_guess, str):
         try:
             solver_initial_guess = mochi.InitialGuess[solver_initial_guess.upper()]
@@ -50,7 +52,8 @@ def make_config(physics_dt=0.02, substeps=2, block_gripper=True, cube_size=0.04,
                       goal_range_m=float(goal_range), distance_threshold_m=float(distance_threshold))
     return PushWorldConfig(physics_dt=float(physics_dt), substeps=substeps, block_gripper=bool(block_gripper),
                            task=task, solver_abs_tol=solver_abs_tol, solver_max_iter=solver_max_iter,
-                           solver_initial_guess=solver_initial_guess).validate()
+                           solver_initial_guess=solver_initial_guess,
+                           solver_line_search_max_iter=solver_line_search_max_iter).validate()
 
 
 def goal_spaces(worlds: GripperPushWorlds) -> spaces.Dict:

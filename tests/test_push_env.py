@@ -245,6 +245,16 @@ def test_solver_initial_guess_kwarg():
     assert ref.get_solver_params().non_linear_solver.initial_guess is mochi.InitialGuess.LATEST_SOLUTION
 
 
+def test_solver_line_search_kwarg():
+    default = gym.make("SuperDex/Push-v0").unwrapped.worlds.scene
+    assert default.get_solver_params().non_linear_solver.line_search_max_iter == 2
+    engine = gym.make("SuperDex/Push-v0", solver_line_search_max_iter=4).unwrapped.worlds.scene
+    assert engine.get_solver_params().non_linear_solver.line_search_max_iter == 4
+    for bad in (0, 1.5, -3):
+        with pytest.raises(ValueError, match="line_search_max_iter"):
+            gym.make("SuperDex/Push-v0", solver_line_search_max_iter=bad)
+
+
 def test_terminate_on_success():
     env = gym.make("SuperDex/Push-v0", terminate_on_success=True)
     obs, _ = env.reset(seed=0)
