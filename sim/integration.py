@@ -10,6 +10,7 @@ about a base rotation (seed page, "Solution Reconstruction").
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -35,17 +36,17 @@ class Tableau:
     def num_stages(self) -> int:
         return len(self.b)
 
-    @property
+    @cached_property
     def stage_dt_factors(self) -> np.ndarray:
         """dt_i / dt = beta * A_ii."""
         return self.beta * np.diag(self.a)
 
-    @property
+    @cached_property
     def stage_time_factors(self) -> np.ndarray:
         """(t_i - t_n) / dt = 1 - beta + beta c_i."""
         return 1.0 - self.beta + self.beta * self.c
 
-    @property
+    @cached_property
     def b_tilde(self) -> np.ndarray:
         return np.linalg.solve(self.a.T, self.b)
 
@@ -53,7 +54,10 @@ class Tableau:
         """Stage-start coefficients of stage i over stages 0..i-1."""
         if i == 0:
             return np.zeros(0)
-        return np.linalg.solve(self.a[:i, :i].T, self.a[i, :i])
+        cache = self.__dict__.setdefault("_a_tilde", {})  # frozen: computed once per stage (read-only use)
+        if i not in cache:
+            cache[i] = np.linalg.solve(self.a[:i, :i].T, self.a[i, :i])
+        return cache[i]
 
 
 _G2 = 1.0 - np.sqrt(2.0) / 2.0

@@ -89,8 +89,9 @@ def step(model: Model, state: State, dt: float, solver: SolverParams, gravity: n
     avail = np.minimum(state.num_history, needed)
     potentials = CORE_POTENTIALS + tuple(extra_potentials)
     new_history0 = state.current.copy()
-    for count in np.unique(avail):
-        worlds = np.nonzero(avail == count)[0]
+    groups = [int(avail[0])] if avail.size and np.all(avail == avail[0]) else np.unique(avail).tolist()
+    for count in groups:
+        worlds = np.arange(num_worlds) if len(groups) == 1 else np.nonzero(avail == count)[0]
         tab = effective_tableau(method, int(count))
         _step_group(model, state, worlds, tab, dt, solver, gravity, potentials, new_history0, report)
     # Shift the history: the new completed step becomes y_n.
