@@ -29,6 +29,7 @@ import superdex_gym.sim as mochi
 
 from .batched import OBS_DIM, GripperPushWorlds, PushWorldConfig
 from .push_task import PushConfig
+from .robot import GripperConfig
 from .scene_view import HumanWindow, SceneView, default_camera
 
 RENDER_MODES = ["human", "rgb_array", "depth_array"]
@@ -36,24 +37,30 @@ RENDER_MODES = ["human", "rgb_array", "depth_array"]
 
 def make_config(physics_dt=0.02, substeps=2, block_gripper=True, cube_size=0.04, cube_mass=0.064, friction=0.5,
                 goal_range=0.3, distance_threshold=0.05, solver_abs_tol=1e-2, solver_max_iter=8,
-                solver_initial_guess="CONSTANT_VELOCITY", solver_line_search_max_iter=2) -> PushWorldConfig:
+                solver_initial_guess="CONSTANT_VELOCITY_AND_TARGETS",
+                solver_line_search_max_iter=2, gripper_max_force=500.0) -> PushWorldConfig:
     """The ``gym.make`` kwargs of the Push environments as a validated `PushWorldConfig`.
 
     ``solver_initial_guess``: an ``InitialGuess`` or its name; ``"LATEST_SOLUTION"`` is the reference's.
     ``solver_line_search_max_iter``: line-search tries per Newton iteration (the engine's default is 4); the
-    Newton settings' reasons and measurements are in `PushWorldConfig`."""
+    Newton settings' reasons and measurements are in `PushWorldConfig`. ``gripper_max_force``: the cap [N] on
+    each gripper body's drive force (`GripperConfig.drive_max_force`; None: uncapped)."""
     if isinstance(solver_initial_guess, str):
         try:
             solver_initial_guess = mochi.InitialGuess[solver_initial_guess.upper()]
         except KeyError:
             names = [g.name for g in mochi.InitialGuess]
             raise ValueError(f"solver_initial_guess must be one of {names}, got {solver_initial_guess!r}") from None
+    if gripper_max_force is not None and not (isinstance(gripper_max_force, (int, float, np.integer, np.floating))
+                                              and np.isfinite(gripper_max_force) and gripper_max_force > 0):
+        raise ValueError(f"gripper_max_force must be None or a finite force > 0 [N], got {gripper_max_force!r}")
+    gripper = GripperConfig(drive_max_force=None if gripper_max_force is None else float(gripper_max_force))
     task = PushConfig(cube_size_m=float(cube_size), cube_mass_kg=float(cube_mass), friction=float(friction),
                       goal_range_m=float(goal_range), distance_threshold_m=float(distance_threshold))
     return PushWorldConfig(physics_dt=float(physics_dt), substeps=substeps, block_gripper=bool(block_gripper),
                            task=task, solver_abs_tol=solver_abs_tol, solver_max_iter=solver_max_iter,
                            solver_initial_guess=solver_initial_guess,
-                           solver_line_search_max_iter=solver_line_search_max_iter).validate()
+                           solver_line_search_max_iter=solver_line_search_max_iter, gripper=gripper).validate()
 
 
 def goal_spaces(worlds: GripperPushWorlds) -> spaces.Dict:

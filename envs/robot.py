@@ -23,6 +23,11 @@ class GripperConfig:
     density: float = 1000.0  # kg/m^3
     drive_stiffness: float = 1e6  # N/m, pivot-position constraints toward the targets
     drive_damping: float = 0.0  # N s/m
+    # Each body's drive force is capped (constraint saturation = max force / stiffness): a gripper commanded into
+    # the cube presses with at most this force instead of k times the overlap. Uncapped, a finger driven 3.5 cm
+    # down into the cube squeezed it against the table with ~3.5e4 N and launched it at > 10 m/s out of the arena
+    # (about once per 10^5 random-action world steps, measured); capped, 0 in 3.8e5. Free motion needs < 5 N.
+    drive_max_force: float | None = 500.0  # N; None: uncapped
     rotation_stiffness: float = 1e3  # N m/rad, keeps the fingers pointing down
     finger_friction: float = 1.0  # Coulomb coefficient of the fingers (combined with the object's by geometric mean)
 
@@ -58,6 +63,7 @@ class FloatingGripper:
             scene.create_rigid_pivot_position_constraint(
                 actor=a, local_position=[0.0, 0.0, 0.0], target_position=[0.0, 0.0, 0.0],
                 stiffness=config.drive_stiffness, damping=config.drive_damping,
+                saturation=-1.0 if config.drive_max_force is None else config.drive_max_force / config.drive_stiffness,
             )
             for a in self.actors
         ]

@@ -58,6 +58,10 @@ class InitialGuess(enum.Enum):
 
     LATEST_SOLUTION = 0  # the previous step's (or stage's) pose: the reference's behaviour (reference_data)
     CONSTANT_VELOCITY = 1  # that pose advanced by its velocity over the stage: c + h v, exp(h omega) R
+    # CONSTANT_VELOCITY, then every dynamic actor held by exactly one stiff, undamped RigidPivotPosition
+    # constraint (k h^2 > 100 m: the target, not the inertia, decides where it ends) starts with that pivot on
+    # its target: c = p_hat - R a (a mocap-driven body ends within micrometres of its target in free motion)
+    CONSTANT_VELOCITY_AND_TARGETS = 2
 
 
 class LineSearchType(enum.Enum):

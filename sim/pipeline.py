@@ -192,9 +192,15 @@ def _step_group(model, state, worlds, tab: Tableau, dt, solver, gravity, potenti
         # CONSTANT_VELOCITY (not the reference's) advances that pose by its velocity over the stage.
         latest = hist[0] if i == 0 else stages[-1]
         guess_c, guess_r = latest.com_position, latest.rotation
-        if solver.non_linear_solver.initial_guess is InitialGuess.CONSTANT_VELOCITY:
+        guess_mode = solver.non_linear_solver.initial_guess
+        if guess_mode in (InitialGuess.CONSTANT_VELOCITY, InitialGuess.CONSTANT_VELOCITY_AND_TARGETS):
             guess_c = guess_c + stage_dt * latest.linear_velocity
             guess_r = lie.exp_so3(stage_dt * latest.angular_velocity) @ guess_r
+        if guess_mode is InitialGuess.CONSTANT_VELOCITY_AND_TARGETS:
+            for pot in potentials:  # potentials that know where bodies are driven (the constraint system)
+                refine = getattr(pot, "refine_guess", None)
+                if refine is not None:
+                    guess_c = refine(ctx, guess_c, guess_r)
         guess_c = np.where(sel, s_c1, guess_c)
         guess_r = np.where(sel[..., None], s_r1, guess_r)
         res = newton_solve(potentials, ctx, guess_c, guess_r, solver.non_linear_solver)
