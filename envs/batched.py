@@ -139,9 +139,10 @@ class GripperPushWorlds:
             raise ValueError("reset options apply to one world at a time")
         # Every option is checked before anything changes (a bad option leaves the world and its generator as
         # they were), then the episode is sampled (always: the options override draws, so the stream is the same).
-        obs_low, obs_high = self.observation_bounds()
-        cube_lo, cube_hi = obs_low[3:6].astype(np.float64), obs_high[3:6].astype(np.float64)
         goal = pose = quat = None
+        if options:
+            obs_low, obs_high = self.observation_bounds()
+            cube_lo, cube_hi = obs_low[3:6].astype(np.float64), obs_high[3:6].astype(np.float64)
         if "goal" in options:
             goal = _finite_array(options["goal"], (3,), "options['goal']")
             if np.any(goal < cube_lo) or np.any(goal > cube_hi):
