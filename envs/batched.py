@@ -49,10 +49,10 @@ class PushWorldConfig:
     # solution): a cube pushed at steady speed then starts near its answer. Measured on 4 scripted episodes
     # (max_iter 40): 4.2 -> 2.0 Newton iterations per step on average, same success. The gripper's bodies start
     # on their drive targets (..._AND_TARGETS: in free motion they end within micrometres of them). The drives'
-    # force cap (GripperConfig.drive_max_force) alone costs ~30% at W=64: from a guess centimetres off, a capped
-    # drive needs 2-7 iterations instead of 1. Started on the targets, half the random-action world steps converge
-    # at the guess; against the uncapped CONSTANT_VELOCITY envs (interleaved runs): make_vec(64) 48.5 vs 48.5 ms
-    # per env step (medians of 3; 15.0 vs 16.4 evaluations), single env 9.5 vs 10.0 ms, scripted success 100%.
+    # force cap (GripperConfig.drive_max_force, 50 N) makes a guess centimetres off expensive (a capped drive
+    # walks in over 2-7 iterations); started on the targets, about half the random-action world steps converge
+    # at the guess. Still, capped envs are slower than the old uncapped ones: W=64 ~62 vs ~48 ms per env step
+    # (same machine, back to back), the price of not launching squeezed cubes.
     solver_initial_guess: mochi.InitialGuess = mochi.InitialGuess.CONSTANT_VELOCITY_AND_TARGETS
     # At most 2 line-search tries per Newton iteration (engine default 4). The rare hard steps (impacts, lagged
     # friction at a box edge: ~1% of random-action world steps) backtrack on every iteration and each try is a

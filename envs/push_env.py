@@ -38,7 +38,7 @@ RENDER_MODES = ["human", "rgb_array", "depth_array"]
 def make_config(physics_dt=0.02, substeps=2, block_gripper=True, cube_size=0.04, cube_mass=0.064, friction=0.5,
                 goal_range=0.3, distance_threshold=0.05, solver_abs_tol=1e-2, solver_max_iter=8,
                 solver_initial_guess="CONSTANT_VELOCITY_AND_TARGETS",
-                solver_line_search_max_iter=2, gripper_max_force=500.0) -> PushWorldConfig:
+                solver_line_search_max_iter=2, gripper_max_force=50.0) -> PushWorldConfig:
     """The ``gym.make`` kwargs of the Push environments as a validated `PushWorldConfig`.
 
     ``solver_initial_guess``: an ``InitialGuess`` or its name; ``"LATEST_SOLUTION"`` is the reference's.

@@ -26,8 +26,11 @@ class GripperConfig:
     # Each body's drive force is capped (constraint saturation = max force / stiffness): a gripper commanded into
     # the cube presses with at most this force instead of k times the overlap. Uncapped, a finger driven 3.5 cm
     # down into the cube squeezed it against the table with ~3.5e4 N and launched it at > 10 m/s out of the arena
-    # (about once per 10^5 random-action world steps, measured); capped, 0 in 3.8e5. Free motion needs < 5 N.
-    drive_max_force: float | None = 500.0  # N; None: uncapped
+    # (about once per 10^5 random-action world steps, measured). A 500 N cap still shot a cube at 4.8 m/s
+    # through a wall (seed 7) and flung a 10 g cube out of the arena; 50 N: 0 out-of-bounds observations in
+    # 2 x 1.28e5 world steps and with the 10 g cube (the energy a squeeze can store scales with the force).
+    # Free motion needs < 5 N; pushing the cube 0.3 N.
+    drive_max_force: float | None = 50.0  # N; None: uncapped
     rotation_stiffness: float = 1e3  # N m/rad, keeps the fingers pointing down
     finger_friction: float = 1.0  # Coulomb coefficient of the fingers (combined with the object's by geometric mean)
 

@@ -407,7 +407,7 @@ def test_gripper_force_cap_keeps_a_squeezed_cube_from_being_launched():
     # Uncapped (and from the constant-velocity guess, as when it was found) the squeezed cube leaves at 23 m/s
     # and flies out of the arena; the gripper moves at most 1.25 m/s, so a struck cube should stay below ~2.5.
     assert _cube_speed_in_squeeze(gripper_max_force=None, solver_initial_guess="CONSTANT_VELOCITY") > 10.0
-    assert _cube_speed_in_squeeze(solver_initial_guess="CONSTANT_VELOCITY") < 2.5  # the 500 N cap alone
+    assert _cube_speed_in_squeeze(solver_initial_guess="CONSTANT_VELOCITY") < 2.5  # the force cap alone
     assert _cube_speed_in_squeeze() < 2.5  # the defaults
     for bad in (0.0, -5.0, float("nan"), "strong"):
         with pytest.raises(ValueError, match="gripper_max_force"):
