@@ -247,6 +247,20 @@ def newton_solve(potentials, ctx: StageContext, com_position, rotation, params: 
             ok |= rho <= params.rel_tol * rho0
         return np.all(ok | ~dyn, axis=1)
 
+    def retire(done, new_status):
+        """Write the working-set worlds ``done`` (mask) to the result with ``new_status`` and drop them from the
+        working set (every per-world array and the context). Returns the positions kept."""
+        nonlocal idx, c, rot, terms, project_always, rho0, norm0, wctx
+        rows = idx[done]
+        status[rows] = new_status
+        out_c[rows], out_r[rows], out_grad[rows] = c[done], rot[done], terms.gradient[done]
+        keep = np.flatnonzero(~done)
+        idx, c, rot, terms = idx[keep], c[keep], rot[keep], _take_terms(terms, keep)
+        project_always, rho0, norm0 = project_always[keep], rho0[keep], norm0[keep]
+        if keep.size:
+            wctx = context_of(idx)
+        return keep
+
     stop_next = np.zeros(num_worlds, dtype=bool)
     verbose = params.verbosity is Verbosity.VERBOSE
     for it in range(params.max_iter + 1):
@@ -269,15 +283,8 @@ def newton_solve(potentials, ctx: StageContext, com_position, rotation, params: 
         if last:
             fin[fin == ConvergenceStatus.NOT_STARTED.value] = ConvergenceStatus.STOPPED.value
         finished = fin != ConvergenceStatus.NOT_STARTED.value
-        if np.any(finished):
-            rows = idx[finished]
-            status[rows] = fin[finished]
-            out_c[rows], out_r[rows], out_grad[rows] = c[finished], rot[finished], terms.gradient[finished]
-            keep = np.flatnonzero(~finished)
-            if keep.size == 0:
-                break
-            idx, c, rot, terms = idx[keep], c[keep], rot[keep], _take_terms(terms, keep)
-            project_always, rho0, norm0, wctx = project_always[keep], rho0[keep], norm0[keep], context_of(idx)
+        if np.any(finished) and retire(finished, fin[finished]).size == 0:
+            break
         t0 = time.perf_counter()
         dx, ok = _solve(terms, bodies)
         descent = np.einsum("wni,wni->w", terms.gradient, dx) > 0.0
@@ -294,14 +301,10 @@ def newton_solve(potentials, ctx: StageContext, com_position, rotation, params: 
                 if mode is PsdProjMode.IF_FAIL_ALWAYS:
                     project_always = retry_mask
         if not np.all(ok):  # a failed solve: the world stops here, DIVERGED, at its current iterate
-            rows = idx[~ok]
-            status[rows] = ConvergenceStatus.DIVERGED.value
-            out_c[rows], out_r[rows], out_grad[rows] = c[~ok], rot[~ok], terms.gradient[~ok]
-            keep = np.flatnonzero(ok)
+            keep = retire(~ok, ConvergenceStatus.DIVERGED.value)
             if keep.size == 0:  # every remaining world's solve failed: nothing to search
                 break
-            idx, c, rot, terms, dx = idx[keep], c[keep], rot[keep], _take_terms(terms, keep), dx[keep]
-            project_always, rho0, norm0, wctx = project_always[keep], rho0[keep], norm0[keep], context_of(idx)
+            dx = dx[keep]
         iterations[idx] += 1
         # Relative step tolerance on the raw increment (before the line search).
         # |x|^2 = |c|^2 + |log R|^2, the rotation angle from the trace (no full log needed).
