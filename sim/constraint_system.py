@@ -146,25 +146,13 @@ class ConstraintSystem:
         return terms
 
     def refine_guess(self, ctx, guess_c: np.ndarray, guess_r: np.ndarray) -> np.ndarray:
-        """``InitialGuess.CONSTANT_VELOCITY_AND_TARGETS``: actors held by exactly one stiff (k h^2 > 100 m),
-        undamped RigidPivotPosition constraint start with the pivot on its target, c = p_hat - R a, with R the
-        guessed rotation. Only the Newton start changes, not the solution."""
+        """``InitialGuess.CONSTANT_VELOCITY_AND_TARGETS``: bodies held by a stiff pivot-position drive start on its
+        target (`RigidPivotPositionConstraints.guess_on_targets`). Only the Newton start changes."""
         cs = self._sets.get("RigidPivotPosition")
         if cs is None or not len(cs):
             return guess_c
         self._sync_com_local(ctx.model.bodies.com_local)
-        bodies = ctx.model.bodies
-        actors = cs.actors[:, 0]
-        held = np.bincount(actors, minlength=bodies.num)[actors] == 1
-        stiff = (cs.stiffness * ctx.stage_dt**2 > 100.0 * bodies.mass[actors]) & (cs.damping == 0.0)
-        ok = np.flatnonzero(held & stiff & ~bodies.is_static[actors])
-        if ok.size == 0:
-            return guess_c
-        targets = cs._select_worlds(cs._targets, ctx.world_index)["position"][:, ok]  # (W, K, 3)
-        arm_local = cs._data["local_position"][ok] - cs.com_local[actors[ok]]
-        out = guess_c.copy()
-        out[:, actors[ok]] = targets - np.einsum("wkij,kj->wki", guess_r[:, actors[ok]], arm_local)
-        return out
+        return cs.guess_on_targets(ctx, guess_c, guess_r)
 
     # --- scene hooks --------------------------------------------------------------------------------------------
     def on_actor_destroyed(self, actor, row: int) -> None:

@@ -92,6 +92,23 @@ class RigidPivotPositionConstraints(RigidConstraintSet):
         arm = self._arm(r, self._data["local_position"], 0)
         return _point_terms(c + arm - targets["position"], arm, with_jacobian)
 
+    def guess_on_targets(self, ctx, guess_c: np.ndarray, guess_r: np.ndarray) -> np.ndarray:
+        """Newton start for ``InitialGuess.CONSTANT_VELOCITY_AND_TARGETS``: every dynamic actor held by exactly one
+        of these constraints, stiff (k h^2 > 100 m: the target, not the inertia, decides where it ends) and
+        undamped, gets its pivot on the target, c = p_hat - R a with R the guessed rotation."""
+        bodies = ctx.model.bodies
+        actors = self.actors[:, 0]
+        held = np.bincount(actors, minlength=bodies.num)[actors] == 1
+        stiff = (self.stiffness * ctx.stage_dt**2 > 100.0 * bodies.mass[actors]) & (self.damping == 0.0)
+        ok = np.flatnonzero(held & stiff & ~bodies.is_static[actors])
+        if ok.size == 0:
+            return guess_c
+        targets = self._select_worlds(self._targets, ctx.world_index)["position"][:, ok]  # (W, K, 3)
+        arm_local = self._data["local_position"][ok] - self.com_local[actors[ok]]
+        out = guess_c.copy()
+        out[:, actors[ok]] = targets - np.einsum("wkij,kj->wki", guess_r[:, actors[ok]], arm_local)
+        return out
+
 
 class RigidPivotToRigidTargetConstraints(RigidConstraintSet):
     """Pivot follows a target rigid motion. Targets ``rotation`` (W, C, 3, 3), ``translation`` (W, C, 3)."""
