@@ -12,10 +12,13 @@ Conventions follow Gymnasium-Robotics ``FetchPush`` and panda-gym ``PandaPush``:
   operation does not reach, see ``GripperPushWorlds.observation_bounds``).
 * reward: sparse -1 / 0 (``Push-v0``), or -distance (``PushDense-v0``); ``compute_reward(achieved_goal,
   desired_goal, info)`` is vectorized over leading batch axes for HER relabelling; ``info["is_success"]``.
+* reset: the grip point starts above the table centre at the cube's height (``gripper_extra_height`` = 0, as
+  FetchPush), the cube at least ``cube_gripper_min_distance`` = 0.1 m from it, both in a ``goal_range`` = 0.3 m
+  square.
 * episodes: 50 steps (``TimeLimit`` from the registration), ``terminate_on_success`` (default False, as Fetch).
 * ``reset(seed=..., options={"goal": (3,), "object_pose": (3,) or (7,)})``; a sampled goal is never within the
   success radius at reset (requested ones are taken as given). Requested positions must lie in the goal bounds (the
-  arena) and the cube must not start inside the table, else ``ValueError`` and nothing changes (the episode goes
+  arena) and the cube must not start inside the table or the gripper, else ``ValueError`` and nothing changes (the episode goes
   on). ``get_state()`` / ``set_state()`` round-trip exactly.
 """
 
@@ -38,13 +41,17 @@ RENDER_MODES = ["human", "rgb_array", "depth_array"]
 def make_config(physics_dt=0.02, substeps=2, block_gripper=True, cube_size=0.04, cube_mass=0.064, friction=0.5,
                 goal_range=0.3, distance_threshold=0.05, solver_abs_tol=1e-2, solver_max_iter=8,
                 solver_initial_guess="CONSTANT_VELOCITY_AND_TARGETS",
-                solver_line_search_max_iter=2, gripper_max_force=50.0) -> PushWorldConfig:
+                solver_line_search_max_iter=2, gripper_max_force=50.0, gripper_extra_height=0.0,
+                cube_gripper_min_distance=0.1) -> PushWorldConfig:
     """The ``gym.make`` kwargs of the Push environments as a validated `PushWorldConfig`.
 
     ``solver_initial_guess``: an ``InitialGuess`` or its name; ``"LATEST_SOLUTION"`` is the reference's.
     ``solver_line_search_max_iter``: line-search tries per Newton iteration (the engine's default is 4); the
     Newton settings' reasons and measurements are in `PushWorldConfig`. ``gripper_max_force``: the cap [N] on
-    each gripper body's drive force (`GripperConfig.drive_max_force`; None: uncapped)."""
+    each gripper body's drive force (`GripperConfig.drive_max_force`; None: uncapped). ``gripper_extra_height``:
+    the grip point starts this far [m] above the cube's centre height (FetchPush's ``gripper_extra_height``, 0 for
+    Push). ``cube_gripper_min_distance``: the cube is sampled at least this far [m] from the gripper's start in
+    the table plane (FetchPush: 0.1)."""
     if isinstance(solver_initial_guess, str):
         try:
             solver_initial_guess = mochi.InitialGuess[solver_initial_guess.upper()]
@@ -56,11 +63,13 @@ def make_config(physics_dt=0.02, substeps=2, block_gripper=True, cube_size=0.04,
         raise ValueError(f"gripper_max_force must be None or a finite force > 0 [N], got {gripper_max_force!r}")
     gripper = GripperConfig(drive_max_force=None if gripper_max_force is None else float(gripper_max_force))
     task = PushConfig(cube_size_m=float(cube_size), cube_mass_kg=float(cube_mass), friction=float(friction),
-                      goal_range_m=float(goal_range), distance_threshold_m=float(distance_threshold))
+                      goal_range_m=float(goal_range), distance_threshold_m=float(distance_threshold),
+                      cube_gripper_min_distance_m=float(cube_gripper_min_distance))
     return PushWorldConfig(physics_dt=float(physics_dt), substeps=substeps, block_gripper=bool(block_gripper),
                            task=task, solver_abs_tol=solver_abs_tol, solver_max_iter=solver_max_iter,
                            solver_initial_guess=solver_initial_guess,
-                           solver_line_search_max_iter=solver_line_search_max_iter, gripper=gripper).validate()
+                           solver_line_search_max_iter=solver_line_search_max_iter, gripper=gripper,
+                           gripper_extra_height_m=float(gripper_extra_height)).validate()
 
 
 def goal_spaces(worlds: GripperPushWorlds) -> spaces.Dict:

@@ -25,6 +25,9 @@ class PushConfig:
     floor_depth_m: float = 0.4  # a floor plane below the table catches a pushed-off cube
     arena_half_m: float = 1.0  # walls around the floor keep everything within |x|, |y| < arena_half_m
     wall_height_m: float = 1.0  # walls rise from the floor to floor + wall_height_m
+    # The cube is sampled at least this far (in the table plane) from the gripper's home, which is at the cube's
+    # height (FetchPush: 0.1 m, its object's distance from the initial gripper position).
+    cube_gripper_min_distance_m: float = 0.1
 
     def validate(self) -> "PushConfig":
         for name in ("cube_size_m", "cube_mass_kg", "goal_range_m", "distance_threshold_m", "floor_depth_m"):
@@ -35,6 +38,13 @@ class PushConfig:
             raise ValueError(f"friction must be finite and >= 0, got {self.friction!r}")
         if self.goal_range_m / 2 > min(self.table_half_extents[:2]) - self.cube_size_m:
             raise ValueError(f"goal_range_m {self.goal_range_m} does not fit on the table {self.table_half_extents}")
+        if not (np.isfinite(self.cube_gripper_min_distance_m) and self.cube_gripper_min_distance_m >= 0):
+            raise ValueError(f"cube_gripper_min_distance_m must be finite and >= 0, got {self.cube_gripper_min_distance_m!r}")
+        # the square of side goal_range_m must reach outside the keep-out circle around the gripper's home (at its
+        # centre), with at least ~10% of its area left to sample from
+        if self.cube_gripper_min_distance_m > 0.55 * self.goal_range_m:
+            raise ValueError(f"cube_gripper_min_distance_m {self.cube_gripper_min_distance_m} leaves too little of the "
+                             f"goal_range_m {self.goal_range_m} square to sample the cube from (at most 0.55 x goal_range_m)")
         if self.goal_range_m < 2 * self.distance_threshold_m:
             raise ValueError("goal_range_m must be at least twice distance_threshold_m (goals must be reachable "
                              "outside the success radius)")
@@ -87,9 +97,14 @@ class PushTask:
         h = self.config.goal_range_m / 2
         return rng.uniform(-h, h, size=2)
 
-    def sample_episode(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        """(cube position (3,), goal (3,)) with the goal outside the success radius (never solved at reset)."""
-        cube_xy = self.sample_xy(rng)
+    def sample_episode(self, rng: np.random.Generator, gripper_xy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(cube position (3,), goal (3,)): the cube at least ``cube_gripper_min_distance_m`` from the gripper's
+        home ``gripper_xy`` (2,), the goal outside the success radius (never solved at reset). Rejection sampling,
+        as FetchPush does."""
+        while True:
+            cube_xy = self.sample_xy(rng)
+            if np.linalg.norm(cube_xy - gripper_xy) >= self.config.cube_gripper_min_distance_m:
+                break
         while True:
             goal_xy = self.sample_xy(rng)
             if np.linalg.norm(goal_xy - cube_xy) > self.config.distance_threshold_m:
