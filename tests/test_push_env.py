@@ -445,3 +445,23 @@ def test_gripper_force_cap_keeps_a_squeezed_cube_from_being_launched():
     for bad in (0.0, -5.0, float("nan"), "strong"):
         with pytest.raises(ValueError, match="gripper_max_force"):
             gym.make("SuperDex/Push-v0", gripper_max_force=bad)
+
+
+@pytest.mark.parametrize("speed", [4.0, 10.0])
+def test_walls_hold_a_cube_thrown_at_them(speed):
+    """A cube on the floor thrown at a wall at up to V_MAX (10 m/s, the observation's velocity bound) stays in the
+    arena: the walls are thick enough that one step's travel (20 cm) never carries it past their middle."""
+    from superdex_gym.envs.batched import V_MAX
+
+    assert speed <= V_MAX
+    venv = gym.make_vec("SuperDex/Push-v0", num_envs=1)
+    venv.reset(seed=0)
+    w = venv.worlds
+    w.reset_worlds(np.array([0]), [np.random.default_rng(0)], {"object_pose": [0.7, 0.0, -0.38]})
+    w.scene.set_actor_velocities([w.cube], np.array([[[speed, 0.0, 0.0]]]), np.zeros((1, 1, 3)))
+    low, high = w.observation_bounds()
+    for _ in range(40):
+        w.scene.step(w.config.physics_dt)
+        x = w.scene.get_actor_translations([w.cube])[0, 0]
+        assert x[0] < 1.0 - 0.01  # the inner face at arena_half = 1 m, minus the cube's half size (2 cm) + band
+        assert np.all(x >= low[3:6]) and np.all(x <= high[3:6])
