@@ -18,8 +18,8 @@ Conventions follow Gymnasium-Robotics ``FetchPush`` and panda-gym ``PandaPush``:
 * episodes: 50 steps (``TimeLimit`` from the registration), ``terminate_on_success`` (default False, as Fetch).
 * ``reset(seed=..., options={"goal": (3,), "object_pose": (3,) or (7,)})``; a sampled goal is never within the
   success radius at reset (requested ones are taken as given). Requested positions must lie in the goal bounds (the
-  arena) and the cube must not start inside the table or the gripper, else ``ValueError`` and nothing changes (the episode goes
-  on). ``get_state()`` / ``set_state()`` round-trip exactly.
+  arena) and the cube must not start inside the table or the gripper, else ``ValueError`` and nothing changes (the
+  episode goes on). ``get_state()`` / ``set_state()`` round-trip exactly.
 """
 
 from __future__ import annotations

@@ -39,12 +39,14 @@ class PushConfig:
         if self.goal_range_m / 2 > min(self.table_half_extents[:2]) - self.cube_size_m:
             raise ValueError(f"goal_range_m {self.goal_range_m} does not fit on the table {self.table_half_extents}")
         if not (np.isfinite(self.cube_gripper_min_distance_m) and self.cube_gripper_min_distance_m >= 0):
-            raise ValueError(f"cube_gripper_min_distance_m must be finite and >= 0, got {self.cube_gripper_min_distance_m!r}")
+            raise ValueError("cube_gripper_min_distance_m must be finite and >= 0, got "
+                             f"{self.cube_gripper_min_distance_m!r}")
         # the square of side goal_range_m must reach outside the keep-out circle around the gripper's home (at its
         # centre), with at least ~10% of its area left to sample from
         if self.cube_gripper_min_distance_m > 0.55 * self.goal_range_m:
-            raise ValueError(f"cube_gripper_min_distance_m {self.cube_gripper_min_distance_m} leaves too little of the "
-                             f"goal_range_m {self.goal_range_m} square to sample the cube from (at most 0.55 x goal_range_m)")
+            raise ValueError(f"cube_gripper_min_distance_m {self.cube_gripper_min_distance_m} leaves too little of "
+                             f"the goal_range_m {self.goal_range_m} square to sample the cube from (at most 0.55 x "
+                             "goal_range_m)")
         if self.goal_range_m < 2 * self.distance_threshold_m:
             raise ValueError("goal_range_m must be at least twice distance_threshold_m (goals must be reachable "
                              "outside the success radius)")
