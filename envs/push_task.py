@@ -13,6 +13,8 @@ import numpy as np
 
 import superdex_gym.sim as mochi
 
+from .goal_task import GoalTask, create_table
+
 
 @dataclass(frozen=True)
 class PushConfig:
@@ -53,15 +55,11 @@ class PushConfig:
         return self
 
 
-class PushTask:
+class PushTask(GoalTask):
     def __init__(self, scene, config: PushConfig):
         self.config = config.validate()
         contact = mochi.ContactParams(coulomb_friction_coefficient=config.friction)
-        hx, hy, hz = config.table_half_extents
-        self.table = scene.create_rigid_actor(
-            name="table", shape=mochi.create_box_mesh_shape([hx, hy, hz]), is_static=True, contact=contact,
-            collider_type=mochi.ColliderType.BOX, world_from_local=mochi.TransformRT(translation=[0, 0, -hz]),
-        )
+        self.table = create_table(scene, config.table_half_extents, contact)
         self.floor = scene.create_rigid_actor(
             name="floor", shape=mochi.create_plane_shape(normal=[0, 0, 1], distance=-config.floor_depth_m),
             is_static=True,
@@ -119,16 +117,3 @@ class PushTask:
     # --- goals and rewards -------------------------------------------------------------------------------------
     def achieved_goal(self) -> np.ndarray:
         return self.scene.get_actor_translations([self.cube])[:, 0]
-
-    def distance(self, achieved_goal: np.ndarray, desired_goal: np.ndarray) -> np.ndarray:
-        """Euclidean distance [m] over the last axis (batched)."""
-        return np.linalg.norm(np.asarray(achieved_goal) - np.asarray(desired_goal), axis=-1)
-
-    def is_success(self, achieved_goal, desired_goal) -> np.ndarray:
-        return self.distance(achieved_goal, desired_goal) < self.config.distance_threshold_m
-
-    def compute_reward(self, achieved_goal, desired_goal, dense: bool) -> np.ndarray:
-        d = self.distance(achieved_goal, desired_goal)
-        if dense:
-            return (-d).astype(np.float32)
-        return -(d >= self.config.distance_threshold_m).astype(np.float32)

@@ -1,19 +1,30 @@
-"""An SB3 ``VecEnv`` over the native Push batch: SB3's auto-reset convention (reset in the same step, the final
-observation in ``infos[i]["terminal_observation"]``, ``TimeLimit.truncated`` on time-outs), ``env_method(
-"compute_reward", ...)`` for ``HerReplayBuffer``. Import requires stable-baselines3.
+"""An SB3 ``VecEnv`` over a SuperDex task's native batch (``env_id``'s vector entry point, Push by default): SB3's
+auto-reset convention (reset in the same step, the final observation in ``infos[i]["terminal_observation"]``,
+``TimeLimit.truncated`` on time-outs), ``env_method("compute_reward", ...)`` for ``HerReplayBuffer``. Import
+requires stable-baselines3.
 """
 
 from __future__ import annotations
 
+import gymnasium as gym
 import numpy as np
+from gymnasium.envs.registration import load_env_creator
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
-from .push_vector_env import SuperDexPushVectorEnv
+from .goal_env import GripperGoalVectorEnv
 
 
 class SuperDexSB3VecEnv(VecEnv):
-    def __init__(self, num_envs: int = 1, seed: int | None = None, **kwargs):
-        self.venv = SuperDexPushVectorEnv(num_envs=num_envs, **kwargs)
+    """``kwargs``: the vector env's (``max_episode_steps``, physics, ...), over the registration's kwargs (a dense
+    id's ``dense_reward=True``)."""
+
+    def __init__(self, num_envs: int = 1, seed: int | None = None, env_id: str = "SuperDex/Push-v0", **kwargs):
+        spec = gym.spec(env_id)
+        if spec.vector_entry_point is None:
+            raise ValueError(f"{env_id} has no native vector env (vector_entry_point)")
+        self.venv = load_env_creator(spec.vector_entry_point)(num_envs=num_envs, **{**spec.kwargs, **kwargs})
+        if not isinstance(self.venv, GripperGoalVectorEnv):
+            raise TypeError(f"{env_id}'s vector env is not a SuperDex gripper task ({type(self.venv).__name__})")
         super().__init__(num_envs, self.venv.single_observation_space, self.venv.single_action_space)
         self._seed = seed
         self._actions = None

@@ -243,8 +243,8 @@ def train(config="push", *, output: str | Path = "runs/train", total_timesteps=N
     start = time.perf_counter()
     with torch_settings(bool(t["deterministic_torch"]), int(t["torch_threads"])):
         set_random_seed(s)
-        venv = VecMonitor(SuperDexSB3VecEnv(n, seed=s, max_episode_steps=int(spec.max_episode_steps or 50),
-                                            **env_kwargs))
+        venv = VecMonitor(SuperDexSB3VecEnv(n, seed=s, env_id=cfg["env_id"],
+                                            max_episode_steps=int(spec.max_episode_steps or 50), **env_kwargs))
         if t["normalize"]:  # observations only: HER recomputes rewards from the stored (raw) goals
             venv = VecNormalize(venv, norm_obs=True, norm_reward=False, clip_obs=float(t["clip_obs"]),
                                 gamma=float(cfg["model"].get("gamma", 0.99)))
