@@ -30,9 +30,10 @@ class GoalTask:
 
 
 def create_table(scene, half_extents, contact=None):
-    """A static box table whose top is the plane z = 0."""
+    """A static box table whose top is the plane z = 0 (``contact``: its ContactParams, default the engine's)."""
     hx, hy, hz = half_extents
     return scene.create_rigid_actor(
-        name="table", shape=mochi.create_box_mesh_shape([hx, hy, hz]), is_static=True, contact=contact,
+        name="table", shape=mochi.create_box_mesh_shape([hx, hy, hz]), is_static=True,
+        contact=mochi.ContactParams() if contact is None else contact,
         collider_type=mochi.ColliderType.BOX, world_from_local=mochi.TransformRT(translation=[0, 0, -hz]),
     )

@@ -89,6 +89,7 @@ class PushTask(GoalTask):
         self.scene = scene
         # Resting height: the penalty ramp settles a body slightly below contact (digest 5.6); measured once.
         self.rest_height_m = half
+        self.marker_radius_m = half  # the goal's sphere in pictures: the cube's size
 
     @property
     def actors(self):

@@ -1,4 +1,4 @@
-"""Pictures of a Push world: the engine's actors as render meshes, a default camera, a human window."""
+"""Pictures of a gripper task's world: the engine's actors as render meshes, a default camera, a human window."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def default_camera(width: int, height: int, distance_m=0.9, azimuth_deg=-135.0, 
 
 
 class SceneView:
-    """Renders world ``world`` of a `GripperPushWorlds`: shaded table, cube, gripper and the goal marker."""
+    """Renders world ``world`` of a task's worlds: shaded table, the cube (Push), gripper and the goal marker."""
 
     def __init__(self, worlds, width: int = 480, height: int = 480, camera: Camera | None = None):
         for name, v in (("width", width), ("height", height)):
@@ -30,25 +30,28 @@ class SceneView:
         task, gripper = worlds.task, worlds.gripper
         hx, hy, hz = task.config.table_half_extents
         self._table = box_mesh((hx, hy, hz), pose_matrix(translation=(0.0, 0.0, -hz)))
-        half = task.config.cube_size_m / 2
-        self._cube = box_mesh((half, half, half))
+        self._object = getattr(worlds, "cube", None)  # Push's cube; Reach has no object
+        if self._object is not None:
+            half = task.config.cube_size_m / 2
+            self._cube = box_mesh((half, half, half))
         self._palm = box_mesh(gripper.config.palm_half_extents)
         self._finger = box_mesh(gripper.config.finger_half_extents)
 
     def meshes(self, world: int) -> list:
-        scene = self.worlds.scene
-        actors = [self.worlds.cube, *self.worlds.gripper.actors]
-        pos, quat = scene.get_actor_poses(actors)
         from superdex_gym.sim import lie
 
+        scene, gripper = self.worlds.scene, self.worlds.gripper
+        bodies = [(*self._palm, GRIPPER_COLOR), (*self._finger, GRIPPER_COLOR), (*self._finger, GRIPPER_COLOR)]
+        actors = list(gripper.actors)
+        if self._object is not None:
+            bodies.insert(0, (*self._cube, CUBE_COLOR))
+            actors.insert(0, self._object)
+        pos, quat = scene.get_actor_poses(actors)
         rot = lie.quat_to_matrix(quat[world])
         out = [RenderMesh(*self._table, pattern=TABLE_PATTERN, cast_shadow=False)]
-        for k, (verts, tris, color) in enumerate([
-            (*self._cube, CUBE_COLOR), (*self._palm, GRIPPER_COLOR), (*self._finger, GRIPPER_COLOR),
-            (*self._finger, GRIPPER_COLOR),
-        ]):
+        for k, (verts, tris, color) in enumerate(bodies):
             out.append(RenderMesh(verts @ rot[k].T + pos[world, k], tris, color=color))
-        out.append(goal_marker(self.worlds.goal[world], radius_m=self.worlds.task.config.cube_size_m / 2))
+        out.append(goal_marker(self.worlds.goal[world], radius_m=self.worlds.task.marker_radius_m))
         return out
 
     def rgb(self, world: int = 0) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""A scripted Push policy (proves the task and the physics: the gripper can push the cube where it must go).
+"""Scripted policies (they prove the tasks and the physics). Push: the gripper can push the cube where it must go.
 
 Stateless and batched: from each observation it picks one of four moves.
 
@@ -61,3 +61,23 @@ def scripted_push_action(obs: dict, cube_half_m: float = 0.02, finger_half_m: fl
     action[:, :3] = np.clip((target - grip) / MAX_STEP_M, -1.0, 1.0)
     action[:, 3] = -1.0
     return action[0] if single else action
+
+
+def scripted_reach_action(obs: dict) -> np.ndarray:
+    """Reach: move the grip point straight at the goal (full speed until within one step of it)."""
+    single = np.ndim(obs["observation"]) == 1
+    grip = np.atleast_2d(obs["observation"]).astype(np.float64)[:, 0:3]
+    goal = np.atleast_2d(obs["desired_goal"]).astype(np.float64)
+    action = np.zeros((grip.shape[0], 4))
+    action[:, :3] = np.clip((goal - grip) / MAX_STEP_M, -1.0, 1.0)
+    action[:, 3] = -1.0
+    return action[0] if single else action
+
+
+def scripted_policy_for(env_id: str):
+    """The scripted policy of a registered SuperDex id (dense variants share their task's)."""
+    task = env_id.split("/")[-1].split("-")[0].removesuffix("Dense")
+    policies = {"Push": scripted_push_action, "Reach": scripted_reach_action}
+    if task not in policies:
+        raise ValueError(f"no scripted policy for {env_id!r}; there are: {sorted(policies)}")
+    return policies[task]

@@ -12,12 +12,13 @@ import pytest
 
 import superdex_gym  # noqa: F401  (registers the environments)
 from superdex_gym.envs.push_vector_env import SuperDexPushVectorEnv
-from superdex_gym.envs.scripted import scripted_push_action
+from superdex_gym.envs.scripted import scripted_policy_for, scripted_push_action
 
 IDS = ["SuperDex/Push-v0", "SuperDex/PushDense-v0"]
+REACH_IDS = ["SuperDex/Reach-v0", "SuperDex/ReachDense-v0"]
 
 
-@pytest.mark.parametrize("env_id", IDS)
+@pytest.mark.parametrize("env_id", IDS + REACH_IDS)
 def test_gymnasium_check_env_passes_without_warnings(env_id):
     from gymnasium.utils.env_checker import check_env
 
@@ -29,7 +30,7 @@ def test_gymnasium_check_env_passes_without_warnings(env_id):
     env.close()
 
 
-@pytest.mark.parametrize("env_id", IDS)
+@pytest.mark.parametrize("env_id", IDS + REACH_IDS)
 def test_sb3_check_env_passes_without_warnings(env_id):
     from stable_baselines3.common.env_checker import check_env
 
@@ -63,8 +64,8 @@ def test_make_vec_is_native_batched_env():
     assert venv.max_episode_steps == 50
 
 
-def _rollout_single(seed, actions):
-    env = gym.make("SuperDex/Push-v0")
+def _rollout_single(env_id, seed, actions):
+    env = gym.make(env_id)
     obs, _ = env.reset(seed=seed)
     out = [obs["observation"].copy()]
     rewards, terms = [], []
@@ -76,11 +77,12 @@ def _rollout_single(seed, actions):
     return np.array(out), np.array(rewards), np.array(terms)
 
 
-def test_vector_env_matches_single_envs():
+@pytest.mark.parametrize("env_id", [IDS[0], REACH_IDS[0]])
+def test_vector_env_matches_single_envs(env_id):
     n, steps = 3, 8
     rng = np.random.default_rng(0)
     actions = rng.uniform(-1, 1, (steps, n, 4))
-    venv = gym.make_vec("SuperDex/Push-v0", num_envs=n)
+    venv = gym.make_vec(env_id, num_envs=n)
     obs, _ = venv.reset(seed=10)
     batched = [obs["observation"].copy()]
     rewards, terms = [], []
@@ -91,7 +93,7 @@ def test_vector_env_matches_single_envs():
         terms.append(te)
     batched = np.array(batched)
     for i in range(n):
-        single_obs, single_r, single_t = _rollout_single(10 + i, actions[:, i])
+        single_obs, single_r, single_t = _rollout_single(env_id, 10 + i, actions[:, i])
         # the same float64 physics per world to the last bit (see the float64 test below), so the same float32
         np.testing.assert_array_equal(batched[:, i], single_obs)
         np.testing.assert_array_equal(np.array(rewards)[:, i], single_r)
@@ -120,13 +122,14 @@ def test_bit_identical_replays_across_resets_and_processes():
     assert other == here
 
 
-@pytest.mark.parametrize("env_id, dense", [(IDS[0], False), (IDS[1], True)])
+@pytest.mark.parametrize("env_id, dense", [(IDS[0], False), (IDS[1], True), (REACH_IDS[0], False),
+                                           (REACH_IDS[1], True)])
 def test_compute_reward_matches_step_rewards_on_relabelled_batches(env_id, dense):
     env = gym.make(env_id)
     obs, _ = env.reset(seed=1)
     achieved, desired, rewards, infos = [], [], [], []
     for _ in range(10):
-        obs, r, _, _, info = env.step(scripted_push_action(obs))
+        obs, r, _, _, info = env.step(scripted_policy_for(env_id)(obs))
         achieved.append(obs["achieved_goal"])
         desired.append(obs["desired_goal"])
         rewards.append(r)

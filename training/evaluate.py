@@ -114,7 +114,7 @@ def evaluate(model=None, env_id: str | None = None, episodes: int = 10, seed: in
     model_path = None
     run_cfg = None
     if scripted:
-        policy, label = ScriptedPolicy(), "scripted"
+        policy, label = ScriptedPolicy(env_id or DEFAULT_ENV), "scripted"
     else:
         if model is None:
             raise ValueError("give a model (or a path to its .zip), or scripted=True")
@@ -190,7 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"environment id (default: the model's training env, else {DEFAULT_ENV})")
     p.add_argument("--episodes", type=int, default=10)
     p.add_argument("--seed", type=int, default=0, help="episode i is reset with seed SEED + i (default 0)")
-    p.add_argument("--scripted", action="store_true", help="run the scripted Push policy instead of a model")
+    p.add_argument("--scripted", action="store_true", help="run the task's scripted policy instead of a model")
     p.add_argument("--stochastic", action="store_true", help="sample actions instead of the deterministic policy")
     p.add_argument("--num-envs", type=int, default=16, help="worlds stepped together (default 16)")
     p.add_argument("--env-kwargs", default=None, help="JSON dict of gym.make kwargs (default: the model's config)")

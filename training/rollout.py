@@ -38,12 +38,15 @@ class ModelPolicy:
 
 
 class ScriptedPolicy:
-    """The scripted Push policy (``superdex_gym.envs.scripted``): a baseline that solves the task."""
+    """The task's scripted policy (``superdex_gym.envs.scripted``): a baseline that solves it."""
+
+    def __init__(self, env_id: str):
+        from ..envs.scripted import scripted_policy_for
+
+        self.action = scripted_policy_for(env_id)
 
     def __call__(self, obs: dict) -> np.ndarray:
-        from ..envs.scripted import scripted_push_action
-
-        return scripted_push_action(obs)
+        return self.action(obs)
 
 
 # --- episodes -----------------------------------------------------------------------------------------------------
