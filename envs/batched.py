@@ -41,9 +41,6 @@ class PushWorldConfig(GripperWorldConfig):
         return self
 
 
-OBS_DIM = 25
-
-
 class GripperPushWorlds(GripperWorlds):
     scene_name = "SuperDex Push"
 

@@ -25,7 +25,6 @@ import superdex_gym.sim as mochi
 from .robot import FloatingGripper, GripperConfig
 
 V_MAX = 10.0  # m/s, bound of every linear velocity in the observation (see robot_observation_bounds)
-ROBOT_OBS_DIM = 10  # grip point (3), finger offsets (2), grip velocity (3), finger velocities (2)
 
 
 @dataclass(frozen=True)

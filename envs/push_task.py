@@ -114,7 +114,3 @@ class PushTask(GoalTask):
                 break
         z = self.rest_height_m
         return np.array([*cube_xy, z]), np.array([*goal_xy, z])
-
-    # --- goals and rewards -------------------------------------------------------------------------------------
-    def achieved_goal(self) -> np.ndarray:
-        return self.scene.get_actor_translations([self.cube])[:, 0]
