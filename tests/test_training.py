@@ -155,6 +155,43 @@ def test_same_seed_same_run(tmp_path):
     assert np.unique(ra.actions[: ra.pos].reshape(-1, 4), axis=0).shape[0] > 100
 
 
+def _warmup_run(tmp_path, name, random_prob, policy="scripted"):
+    return train_mod.train("push", output=tmp_path / name, total_timesteps=400, seed=5, num_envs=8, device="cpu",
+                           progress_bar=False, checkpoint_freq=0, eval_freq=0, eval_episodes=0, verbose=0,
+                           overrides=[*SMALL, f'train.warmup_policy="{policy}"',
+                                      f"train.warmup_random_prob={random_prob}"])
+
+
+def test_scripted_warmup_fills_the_buffer_with_scripted_episodes(tmp_path):
+    """warmup_policy = "scripted": the first learning_starts transitions are the task's scripted actions on the raw
+    observations (recomputed here from the buffer), their episodes succeed like the scripted policy's; with
+    warmup_random_prob = 1 every action is a uniform sample instead."""
+    from superdex_gym.envs.scripted import scripted_push_action
+
+    run = _warmup_run(tmp_path, "scripted", 0.0)
+    rb = run.model.replay_buffer
+    assert rb.pos == 400 // 8 and run.model._n_updates == 0  # all warm-up: 8 worlds x one 50-step episode
+    obs = {k: v[: rb.pos].reshape(-1, v.shape[-1]) for k, v in rb.observations.items()}
+    actions = rb.actions[: rb.pos].reshape(-1, 4)
+    np.testing.assert_array_equal(actions, scripted_push_action(obs).astype(np.float32))
+    assert obs["observation"].std(axis=0).max() > 0.01  # raw observations (metres), not normalized ones
+    assert np.mean(list(run.model.ep_success_buffer)) >= 0.75  # scripted: 100% of 100 episodes, >= 90% asserted
+    from stable_baselines3 import SAC  # the saved model is a plain SAC one (evaluate loads it so)
+
+    loaded = evaluate_mod.load_model(run.model_path, "sac", device="cpu")
+    assert type(loaded) is SAC and not hasattr(loaded, "_warmup_policy")
+    first = {k: v[:1] for k, v in obs.items()}
+    np.testing.assert_array_equal(loaded.predict(first, deterministic=True)[0],
+                                  run.model.predict(first, deterministic=True)[0])
+    noisy = _warmup_run(tmp_path, "random", 1.0).model.replay_buffer
+    a = noisy.actions[: noisy.pos].reshape(-1, 4)
+    assert np.all(np.abs(a) <= 1.0) and np.abs(a[:, 3] + 1.0).max() > 0.5  # the finger command too: not scripted
+    with pytest.raises(ValueError, match="warmup_policy"):
+        _warmup_run(tmp_path, "bad", 0.0, policy="demo")
+    with pytest.raises(ValueError, match="warmup_random_prob"):
+        _warmup_run(tmp_path, "bad2", 1.5)
+
+
 def test_packaged_configs_resolve():
     assert {"push", "push_dense"} <= set(available_configs())
     for name, env_id in (("push", "SuperDex/Push-v0"), ("push_dense", "SuperDex/PushDense-v0")):

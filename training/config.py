@@ -7,7 +7,9 @@ the ``config.json`` a training run writes is a resolved config and trains again 
 * ``[env]``: extra ``gym.make`` kwargs of the environment (physics, cube, goal range, ...)
 * ``[train]``: total_timesteps, num_envs, seed, device, progress_bar, checkpoint_freq, eval_freq, eval_episodes,
   eval_seed, deterministic_torch, torch_threads, normalize (running mean / std of the observation dict,
-  ``VecNormalize``), clip_obs
+  ``VecNormalize``), clip_obs, warmup_policy (the actions of the first ``model.learning_starts`` timesteps:
+  ``"random"``, SB3's uniform samples, or ``"scripted"``, the task's scripted policy), warmup_random_prob (with
+  ``"scripted"``: the probability that a world's action is a uniform sample instead)
 * ``[model]``: keyword arguments of the algorithm (``SAC(...)``), with ``policy`` and ``policy_kwargs``
 * ``[her]``: ``HerReplayBuffer`` kwargs (n_sampled_goal, goal_selection_strategy)
 
@@ -49,6 +51,8 @@ DEFAULTS = {
         "torch_threads": 1,
         "normalize": True,
         "clip_obs": 5.0,
+        "warmup_policy": "random",
+        "warmup_random_prob": 0.3,
     },
     "model": {"policy": "MultiInputPolicy", "policy_kwargs": {}},
     "her": {"n_sampled_goal": 4, "goal_selection_strategy": "future"},

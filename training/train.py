@@ -49,6 +49,7 @@ except ModuleNotFoundError as _e:  # pragma: no cover - depends on the install
                               "pip install stable-baselines3") from _e
 
 import gymnasium as gym
+import numpy as np
 
 from .config import load_config
 from .evaluate import algorithm_class
@@ -170,6 +171,33 @@ def plot_curve(csv_rows: list[dict], path: Path, title: str) -> Path | None:
     return path
 
 
+# --- scripted warm-up ----------------------------------------------------------------------------------------------
+class ScriptedWarmup:
+    """Mixin for an SB3 off-policy algorithm: before ``learning_starts`` the actions come from the task's scripted
+    policy (on the raw observations, before ``VecNormalize``), each world's replaced by a uniform sample with
+    probability ``warmup_random_prob``, instead of SB3's uniform samples. The replay buffer then starts with
+    episodes that move the cube, which uniform actions rarely do (10% of Push episodes). After the warm-up the
+    algorithm is unchanged; a saved model loads with the plain class."""
+
+    def setup_warmup(self, policy, random_prob: float, seed: int) -> None:
+        self._warmup_policy, self._warmup_random_prob = policy, float(random_prob)
+        self._warmup_rng = np.random.default_rng([int(seed), 7])
+
+    def _excluded_save_params(self):
+        return [*super()._excluded_save_params(), "_warmup_policy", "_warmup_random_prob", "_warmup_rng"]
+
+    def _sample_action(self, learning_starts, action_noise=None, n_envs=1):
+        if self.num_timesteps >= learning_starts:
+            return super()._sample_action(learning_starts, action_noise, n_envs)
+        obs = self._last_original_obs if self._vec_normalize_env is not None else self._last_obs
+        action = np.asarray(self._warmup_policy(obs), dtype=np.float32).reshape(n_envs, -1)
+        rand = self._warmup_rng.random(n_envs) < self._warmup_random_prob
+        uniform = self._warmup_rng.uniform(self.action_space.low, self.action_space.high,
+                                           size=(n_envs, *self.action_space.shape))
+        action = np.clip(np.where(rand[:, None], uniform, action), self.action_space.low, self.action_space.high)
+        return action, self.policy.scale_action(action)
+
+
 # --- the run ------------------------------------------------------------------------------------------------------
 @contextlib.contextmanager
 def torch_settings(deterministic: bool, threads: int):
@@ -202,6 +230,10 @@ def resolve(config, *, total_timesteps=None, seed=None, num_envs=None, device=No
     for key in ("total_timesteps", "num_envs", "checkpoint_freq", "eval_freq", "eval_episodes", "seed",
                 "torch_threads"):
         t[key] = int(t[key])
+    if t["warmup_policy"] not in ("random", "scripted"):
+        raise ValueError(f"train.warmup_policy must be 'random' or 'scripted', got {t['warmup_policy']!r}")
+    if not 0.0 <= float(t["warmup_random_prob"]) <= 1.0:
+        raise ValueError(f"train.warmup_random_prob must be in [0, 1], got {t['warmup_random_prob']!r}")
     if t["num_envs"] < 1 or t["total_timesteps"] < 1 or t["eval_episodes"] < 0:
         raise ValueError(f"need num_envs >= 1, total_timesteps >= 1, eval_episodes >= 0; got {t}")
     for key in ("replay_buffer_class", "replay_buffer_kwargs", "env", "seed", "device"):
@@ -253,8 +285,14 @@ def train(config="push", *, output: str | Path = "runs/train", total_timesteps=N
         if isinstance(model_kwargs.get("train_freq"), list):
             model_kwargs["train_freq"] = tuple(model_kwargs["train_freq"])
         cls = algorithm_class(cfg["algo"])
+        if t["warmup_policy"] == "scripted":
+            cls = type(cls.__name__, (ScriptedWarmup, cls), {})
         model = cls(policy, venv, replay_buffer_class=HerReplayBuffer, replay_buffer_kwargs=dict(cfg["her"]),
                     seed=s, device=t["device"], verbose=0, **model_kwargs)
+        if t["warmup_policy"] == "scripted":
+            from ..envs.scripted import scripted_policy_for
+
+            model.setup_warmup(scripted_policy_for(cfg["env_id"]), float(t["warmup_random_prob"]), s)
         model.set_logger(configure(str(out), ["csv"] + (["stdout"] if verbose >= 2 else [])))
 
         callbacks = []
