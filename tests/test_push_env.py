@@ -437,11 +437,13 @@ def _squeeze(**kwargs) -> tuple[float, float]:
 
 
 def test_gripper_force_cap_keeps_a_squeezed_cube_from_being_launched():
-    # Uncapped (1e6 N/m drives, kN of squeeze) and from the constant-velocity guess, the cube is thrown 30 cm up
-    # at 2.4 m/s (measured); capped at 50 N it stays on the table (2.7 cm centre height at most, < 0.82 m/s,
-    # measured), with either guess. Bounds: the gripper's own top speed (1.25 m/s) and 1 cm above rest.
+    # Uncapped (1e6 N/m drives, kN of squeeze) and from the constant-velocity guess, the cube is thrown up: 30 cm
+    # at 2.4 m/s on one machine, 24 cm at 1.99 m/s on another with the same numpy / scipy (measured; the stiff
+    # squeeze amplifies BLAS round-off). Capped at 50 N it stays on the table (2.7 cm centre height at most,
+    # < 0.82 m/s, measured on both), with either guess. Bounds: the gripper's own top speed (1.25 m/s: faster is a
+    # launch, not a push), 1 cm above rest for the capped cube and 10 cm (5 cube sizes) for the thrown one.
     speed, height = _squeeze(gripper_max_force=None, solver_initial_guess="CONSTANT_VELOCITY")
-    assert speed > 2.0 and height > 0.2
+    assert speed > 1.25 and height > 0.1
     for kwargs in ({"solver_initial_guess": "CONSTANT_VELOCITY"}, {}):  # the force cap alone; the defaults
         speed, height = _squeeze(**kwargs)
         assert speed < 1.25 and height < 0.02 + 0.01

@@ -215,7 +215,7 @@ def test_config_overrides_and_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="push_dense"):
         load_config("no_such_config")
     # HER needs a finished episode before sampling: learning_starts is raised to num_envs * 50
-    c = train_mod.resolve("push", num_envs=64)
+    c = train_mod.resolve("push", num_envs=64, overrides=["model.learning_starts=1000"])
     assert c["model"]["learning_starts"] == 64 * 50 and c["notes"]
     with pytest.raises(ValueError, match="replay_buffer_class"):
         train_mod.resolve("push", overrides=["model.replay_buffer_class=x"])
