@@ -194,12 +194,6 @@ def compute_mass_properties(vertices, triangles, element_type=ActorBoundaryEleme
         density = DEFAULT_DENSITY if density is None else _positive_scalar(density, "density")
         mass = density * volume
 
-    if (center_of_mass is None) != (moment_of_inertia is None):
-        warnings.warn(
-            "only one of center_of_mass / moment_of_inertia was given; the missing one is computed assuming "
-            "uniform density, which may not be correct. Set both or neither.",
-            stacklevel=2,
-        )
     if center_of_mass is None:
         com = geometric_com
     else:
@@ -219,6 +213,13 @@ def compute_mass_properties(vertices, triangles, element_type=ActorBoundaryEleme
         inertia = _user_inertia(moment_of_inertia)
         second_moment = second_moment_from_inertia(inertia)
 
+    # warned once both are validated: a malformed value raises without a misleading warning first
+    if (center_of_mass is None) != (moment_of_inertia is None):
+        warnings.warn(
+            "only one of center_of_mass / moment_of_inertia was given; the missing one is computed assuming "
+            "uniform density, which may not be correct. Set both or neither.",
+            stacklevel=2,
+        )
     arrays = [np.array(a, dtype=np.float64) for a in (com, second_moment, inertia)]
     for a in arrays:
         a.setflags(write=False)
