@@ -8,8 +8,8 @@
 from __future__ import annotations
 
 # id -> (env entry point, vector entry point, dense reward)
-_PUSH = ("superdex_gym.envs.push_env:SuperDexPushEnv", "superdex_gym.envs.push_vector_env:make_push_vector_env")
-_REACH = ("superdex_gym.envs.reach:SuperDexReachEnv", "superdex_gym.envs.reach:make_reach_vector_env")
+_PUSH = ("superdex_gym.envs.push_env:SuperDexPushEnv", "superdex_gym.envs.push_vector_env:SuperDexPushVectorEnv")
+_REACH = ("superdex_gym.envs.reach:SuperDexReachEnv", "superdex_gym.envs.reach:SuperDexReachVectorEnv")
 ENVS = {
     "SuperDex/Push-v0": (*_PUSH, False),
     "SuperDex/PushDense-v0": (*_PUSH, True),

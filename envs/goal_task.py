@@ -29,6 +29,13 @@ class GoalTask:
         return -(d >= self.config.distance_threshold_m).astype(np.float32)
 
 
+def check_goals_reachable(config) -> None:
+    """Sampled goals must be able to lie outside the success radius: goal_range_m >= 2 x distance_threshold_m."""
+    if config.goal_range_m < 2 * config.distance_threshold_m:
+        raise ValueError("goal_range_m must be at least twice distance_threshold_m (goals must be reachable "
+                         "outside the success radius)")
+
+
 def create_table(scene, half_extents, contact=None):
     """A static box table whose top is the plane z = 0 (``contact``: its ContactParams, default the engine's)."""
     hx, hy, hz = half_extents

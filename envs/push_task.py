@@ -13,7 +13,7 @@ import numpy as np
 
 import superdex_gym.sim as mochi
 
-from .goal_task import GoalTask, create_table
+from .goal_task import GoalTask, check_goals_reachable, create_table
 
 
 @dataclass(frozen=True)
@@ -49,9 +49,7 @@ class PushConfig:
             raise ValueError(f"cube_gripper_min_distance_m {self.cube_gripper_min_distance_m} leaves too little of "
                              f"the goal_range_m {self.goal_range_m} square to sample the cube from (at most 0.55 x "
                              "goal_range_m)")
-        if self.goal_range_m < 2 * self.distance_threshold_m:
-            raise ValueError("goal_range_m must be at least twice distance_threshold_m (goals must be reachable "
-                             "outside the success radius)")
+        check_goals_reachable(self)
         return self
 
 

@@ -13,8 +13,3 @@ class SuperDexPushVectorEnv(GripperGoalVectorEnv):
     worlds_class = GripperPushWorlds
     make_config = staticmethod(make_config)
 
-
-def make_push_vector_env(num_envs: int = 1, **kwargs) -> SuperDexPushVectorEnv:
-    """The registration's ``vector_entry_point`` (gym.make_vec passes num_envs and the env kwargs)."""
-    kwargs.pop("render_modes", None)
-    return SuperDexPushVectorEnv(num_envs=num_envs, **kwargs)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .goal_env import GripperGoalEnv, GripperGoalVectorEnv
-from .goal_task import GoalTask, create_table
+from .goal_task import GoalTask, check_goals_reachable, create_table
 from .gripper_worlds import GripperWorldConfig, GripperWorlds, gripper_world_kwargs
 
 
@@ -39,9 +39,7 @@ class ReachConfig:
             value = getattr(self, name)
             if not (np.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be finite and > 0, got {value!r}")
-        if self.goal_range_m < 2 * self.distance_threshold_m:
-            raise ValueError("goal_range_m must be at least twice distance_threshold_m (goals must be reachable "
-                             "outside the success radius)")
+        check_goals_reachable(self)
         return self
 
 
@@ -137,8 +135,3 @@ class SuperDexReachVectorEnv(GripperGoalVectorEnv):
     worlds_class = GripperReachWorlds
     make_config = staticmethod(make_config)
 
-
-def make_reach_vector_env(num_envs: int = 1, **kwargs) -> SuperDexReachVectorEnv:
-    """The registration's ``vector_entry_point``."""
-    kwargs.pop("render_modes", None)
-    return SuperDexReachVectorEnv(num_envs=num_envs, **kwargs)
