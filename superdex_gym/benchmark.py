@@ -8,9 +8,11 @@ Later issues add cases to ``CASES``.
 from __future__ import annotations
 
 import argparse
+import json
 import platform
 import statistics
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -185,27 +187,60 @@ CASES = {
 }
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description="SuperDex Gym benchmark harness")
+RATIO_NOTE = ("xR baseline = the case's engine steps/s divided by the baseline's rate in batches of 1000 numpy 6x6 "
+              "solves/s: x0.1 means one engine step takes as long as 10 such batches (10 000 solves) on this "
+              "machine. Shared machines drift; compare ratios, not raw rates, between runs.")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="superdex-bench", description="SuperDex Gym benchmark harness",
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--repeats", type=int, default=5, help="runs per case; the median is reported")
     parser.add_argument("--steps", type=int, default=100, help="engine steps per run (W=256 runs a tenth)")
     parser.add_argument("--only", default=None, help="run only cases whose name contains this text")
     parser.add_argument("--env-steps", type=int, default=5000, help="env steps per run of the env cases")
     parser.add_argument("--skip-env", action="store_true", help="engine cases only")
-    args = parser.parse_args(argv)
-    base = baseline(args.repeats)
-    print(f"python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}")
-    print(f"baseline: {base * 1000:,.0f} numpy 6x6 solves/s (median of {args.repeats})")
-    for name, fn in CASES.items():
-        if args.only and args.only not in name:
-            continue
-        result = fn(args.repeats, args.steps)
-        parts = [f"{k} {v:,.1f}" for k, v in result.items()]
-        ratio = result["engine steps/s"] / base
-        print(f"{name:40s} " + ", ".join(parts) + f"  (x{ratio:.3g} baseline)", flush=True)
-    if not args.skip_env and not args.only:
-        for key, value in case_env(args).items():
-            print(f"{key:55s} {value:,.3f}" if isinstance(value, float) else f"{key:55s} {value}", flush=True)
+    parser.add_argument("--json", default=None, metavar="PATH", help="also write the results as JSON to PATH")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+def main(argv=None) -> int:
+    from tqdm import tqdm
+
+    args = build_parser().parse_args(argv)
+    cases = [name for name in CASES if not args.only or args.only in name]
+    run_env = not args.skip_env and not args.only
+    machine = {"python": platform.python_version(), "numpy": np.__version__, "machine": platform.machine()}
+    report = {"machine": machine, "args": vars(args), "cases": {}, "env": {}}
+    with tqdm(total=1 + len(cases) + run_env, unit="case", leave=False, disable=args.no_progress) as bar:
+        bar.set_description("baseline")
+        base = baseline(args.repeats)
+        bar.update(1)
+        report["baseline"] = {"numpy 6x6 solves/s": base * 1000, "batches of 1000 solves/s": base}
+        tqdm.write(f"python {machine['python']}, numpy {machine['numpy']}, {machine['machine']}")
+        tqdm.write(f"baseline: {base * 1000:,.0f} numpy 6x6 solves/s (median of {args.repeats})")
+        tqdm.write(RATIO_NOTE)
+        for name in cases:
+            bar.set_description(name)
+            result = CASES[name](args.repeats, args.steps)
+            bar.update(1)
+            parts = [f"{k} {v:,.1f}" for k, v in result.items()]
+            ratio = result["engine steps/s"] / base
+            report["cases"][name] = {**result, "ratio to baseline": ratio}
+            tqdm.write(f"{name:40s} " + ", ".join(parts) + f"  (x{ratio:.3g} baseline)")
+        if run_env:
+            bar.set_description("env cases (SuperDex/Push-v0 and the anchors)")
+            report["env"] = case_env(args)
+            bar.update(1)
+            for key, value in report["env"].items():
+                tqdm.write(f"{key:55s} {value:,.3f}" if isinstance(value, float) else f"{key:55s} {value}")
+            tqdm.write("ratio single / X: single-env steps/s over X's; make_vec(64) aggregate: 64 worlds' env "
+                       "steps/s summed, over X's single-env rate")
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
+        print(f"results written to {args.json}")
     return 0
 
 

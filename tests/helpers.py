@@ -24,3 +24,16 @@ def dense_hessian(terms) -> np.ndarray:
             dense[:, 6 * a:6 * a + 6, 6 * b:6 * b + 6] += coupling.block[:, p]
             dense[:, 6 * b:6 * b + 6, 6 * a:6 * a + 6] += np.swapaxes(coupling.block[:, p], -1, -2)
     return dense
+
+
+def gif_size_and_duration_ms(path):
+    """A GIF's (width, height) and total duration in ms. Pillow merges identical consecutive frames into one longer
+    frame, so frames are counted by duration."""
+    from PIL import Image
+
+    with Image.open(path) as im:
+        total_ms = 0
+        for i in range(im.n_frames):
+            im.seek(i)
+            total_ms += im.info["duration"]
+        return im.size, total_ms

@@ -1,7 +1,8 @@
 """Training configs: one TOML file per environment (``configs/<name>.toml``), resolved into a plain dict.
 
-A config is looked up by name (``push``, ``push_dense``: the packaged files) or by path (``.toml`` or ``.json``;
-the ``config.json`` a training run writes is a resolved config and trains again as it is). Sections:
+A config is looked up by name (the packaged files: ``available_configs()``, e.g. ``reach``, ``push``) or by path
+(``.toml`` or ``.json``; the ``config.json`` a training run writes is a resolved config and trains again as it
+is). Sections:
 
 * ``env_id``, ``algo`` (``"sac"``, or ``"tqc"`` when sb3-contrib is installed)
 * ``[env]``: extra ``gym.make`` kwargs of the environment (physics, cube, goal range, ...)
@@ -9,7 +10,8 @@ the ``config.json`` a training run writes is a resolved config and trains again 
   eval_seed, deterministic_torch, torch_threads, normalize (running mean / std of the observation dict,
   ``VecNormalize``), clip_obs, warmup_policy (the actions of the first ``model.learning_starts`` timesteps:
   ``"random"``, SB3's uniform samples, or ``"scripted"``, the task's scripted policy), warmup_random_prob (with
-  ``"scripted"``: the probability that a world's action is a uniform sample instead)
+  ``"scripted"``: the probability that a world's action is a uniform sample instead), video (``"gif"``,
+  ``"mp4"`` or ``"none"``: one rendered episode of the final model, seed eval_seed, written after training)
 * ``[model]``: keyword arguments of the algorithm (``SAC(...)``), with ``policy`` and ``policy_kwargs``
 * ``[her]``: ``HerReplayBuffer`` kwargs (n_sampled_goal, goal_selection_strategy)
 
@@ -53,6 +55,7 @@ DEFAULTS = {
         "clip_obs": 5.0,
         "warmup_policy": "random",
         "warmup_random_prob": 0.3,
+        "video": "gif",
     },
     "model": {"policy": "MultiInputPolicy", "policy_kwargs": {}},
     "her": {"n_sampled_goal": 4, "goal_selection_strategy": "future"},

@@ -5,7 +5,9 @@
 
 The environment is the native batched SB3 VecEnv (``SuperDexSB3VecEnv``: ``--num-envs`` worlds in one engine
 scene, world i seeded with seed + i), the replay buffer ``HerReplayBuffer``, the policy ``MultiInputPolicy``; the
-hyperparameters come from the config (``configs/push.toml``, sources cited there). The run writes, in OUTPUT:
+hyperparameters come from the config (``configs/push.toml``, sources cited there). ``--total-timesteps`` is
+rounded up to a multiple of ``--num-envs`` (each batched step adds that many; the run says so). The run writes,
+in OUTPUT, and lists at its end:
 
     model.zip               the final model (evaluate it with ``python -m superdex_gym.training.evaluate``)
     model_vecnormalize.pkl  its observation-normalization statistics (when ``normalize``; evaluate loads them)
@@ -13,10 +15,11 @@ hyperparameters come from the config (``configs/push.toml``, sources cited there
     config.json             the resolved config (trains again as ``--config OUTPUT/config.json``)
     metrics.json            timesteps, wall time, final / best success rate, train success rate, versions
     learning_curve.csv      timesteps, success_rate, mean_return, mean_final_distance, wall_time_s per evaluation
-    learning_curve.png      the same, plotted (only when matplotlib is installed)
+    learning_curve.png      the same, plotted (matplotlib, in the train extra; the run says when it is skipped)
+    eval_episode.gif        one episode of the final model (seed eval_seed); ``--video mp4`` / ``none``
     progress.csv            SB3's logger (losses, entropy coefficient, rollout success rate, ...)
     checkpoints/            model_<timesteps>_steps.zip (+ model_vecnormalize_<timesteps>_steps.pkl) every
-                            --checkpoint-freq timesteps
+                            --checkpoint-freq timesteps (no folder when none falls due)
 
 Evaluations run ``eval_episodes`` seeded episodes (seeds eval_seed + i, the same every time) of the deterministic
 policy on a separate batched env every ``--eval-freq`` timesteps and once at the end. The same seed and config
@@ -51,11 +54,13 @@ except ModuleNotFoundError as _e:  # pragma: no cover - depends on the install
 import gymnasium as gym
 import numpy as np
 
-from .config import load_config
+from .config import available_configs, load_config
 from .evaluate import algorithm_class
-from .rollout import ModelPolicy, make_eval_vec_env, run_batched_episodes
+from .rollout import (ModelPolicy, check_mp4_support, make_eval_vec_env, run_batched_episodes,
+                      run_rendered_episode, write_video)
 
 CURVE_FIELDS = ("timesteps", "success_rate", "mean_return", "mean_final_distance", "wall_time_s")
+VIDEO_FORMATS = ("gif", "mp4", "none")
 
 
 @dataclass
@@ -146,6 +151,60 @@ def write_curve(path: Path, rows: list[dict]) -> None:
         w.writerows(rows)
 
 
+def record_episode(model, cfg: dict, path: Path, size_px: int = 320) -> dict:
+    """One episode of the deterministic model (seed ``train.eval_seed``, the first evaluation episode), rendered
+    to a GIF or MP4; its seed, return, success and final distance."""
+    env = gym.make(cfg["env_id"], render_mode="rgb_array", render_width=size_px, render_height=size_px,
+                   **cfg["env"])
+    try:
+        policy = ModelPolicy(model, deterministic=True, normalizer=model.get_vec_normalize_env())
+        stats, frames = run_rendered_episode(env, policy, int(cfg["train"]["eval_seed"]))
+        fps = int(env.metadata.get("render_fps", 25))
+    finally:
+        env.close()
+    return {"path": write_video(path, frames, fps), **stats.as_dict()}
+
+
+def remove_if_empty(folder: Path) -> None:
+    if folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+
+
+# what each file of a run is (fnmatch patterns, relative to the run directory; first match wins)
+OUTPUT_DESCRIPTIONS = (
+    ("model.zip", "the final model (superdex-evaluate OUTPUT/model.zip)"),
+    ("model_vecnormalize.pkl", "its observation-normalization statistics"),
+    ("best_model.zip", "the model at the best periodic evaluation"),
+    ("best_model_vecnormalize.pkl", "its observation-normalization statistics"),
+    ("config.json", "the resolved config (trains again as --config OUTPUT/config.json)"),
+    ("metrics.json", "timesteps, wall time, final / best success rate, versions"),
+    ("learning_curve.csv", "success rate, mean return, final distance per evaluation"),
+    ("learning_curve.png", "the learning curve, plotted"),
+    ("eval_episode.*", "one episode of the final model (seed train.eval_seed)"),
+    ("progress.csv", "SB3's logger: losses, entropy coefficient, rollout success rate"),
+    ("checkpoints/*.zip", "a checkpoint"),
+    ("checkpoints/*.pkl", "a checkpoint's normalization statistics"),
+)
+
+
+def written_since(out: Path, since: float) -> list[Path]:
+    """The files under ``out`` written at or after ``since`` (a reused run directory keeps older files)."""
+    return sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file() and p.stat().st_mtime >= since)
+
+
+def format_outputs(out: Path, files: list[Path], png_skipped: str | None) -> str:
+    import fnmatch
+
+    width = max((len(str(f)) for f in files), default=0)
+    lines = [f"wrote {len(files)} files in {out}/:"]
+    for f in files:
+        what = next((d for pattern, d in OUTPUT_DESCRIPTIONS if fnmatch.fnmatch(f.as_posix(), pattern)), "")
+        lines.append(f"  {str(f):{width}s}  {what.replace('OUTPUT', str(out))}".rstrip())
+    if png_skipped:
+        lines.append(f"  (no learning_curve.png: {png_skipped})")
+    return "\n".join(lines)
+
+
 def plot_curve(csv_rows: list[dict], path: Path, title: str) -> Path | None:
     """A PNG of success rate and mean return against timesteps, when matplotlib is installed."""
     if not csv_rows:
@@ -218,13 +277,13 @@ def torch_settings(deterministic: bool, threads: int):
 
 
 def resolve(config, *, total_timesteps=None, seed=None, num_envs=None, device=None, progress_bar=None,
-            checkpoint_freq=None, eval_freq=None, eval_episodes=None, overrides=()) -> dict:
+            checkpoint_freq=None, eval_freq=None, eval_episodes=None, video=None, overrides=()) -> dict:
     """The config (name, path or dict) with the overrides and the command-line values applied, validated."""
     cfg = load_config(config, overrides)
     t = cfg["train"]
     for key, value in (("total_timesteps", total_timesteps), ("seed", seed), ("num_envs", num_envs),
                        ("device", device), ("progress_bar", progress_bar), ("checkpoint_freq", checkpoint_freq),
-                       ("eval_freq", eval_freq), ("eval_episodes", eval_episodes)):
+                       ("eval_freq", eval_freq), ("eval_episodes", eval_episodes), ("video", video)):
         if value is not None:
             t[key] = value
     for key in ("total_timesteps", "num_envs", "checkpoint_freq", "eval_freq", "eval_episodes", "seed",
@@ -239,6 +298,14 @@ def resolve(config, *, total_timesteps=None, seed=None, num_envs=None, device=No
     for key in ("replay_buffer_class", "replay_buffer_kwargs", "env", "seed", "device"):
         if key in cfg["model"]:
             raise ValueError(f"[model] must not set {key!r} (HER is configured in [her], seed/device in [train])")
+    if t["video"] not in VIDEO_FORMATS:
+        raise ValueError(f"train.video must be one of {list(VIDEO_FORMATS)}, got {t['video']!r}")
+    n = t["num_envs"]
+    if t["total_timesteps"] % n:  # every batched step adds num_envs timesteps; SB3 stops at the first >= the total
+        rounded = -(-t["total_timesteps"] // n) * n
+        cfg.setdefault("notes", []).append(f"train.total_timesteps rounded up from {t['total_timesteps']} to {rounded},"
+                                           f" a multiple of num_envs = {n} (each batched step adds {n} timesteps)")
+        t["total_timesteps"] = rounded
     spec = gym.spec(cfg["env_id"])
     episode = int(spec.max_episode_steps or 50)
     ls = int(cfg["model"].get("learning_starts", 100))
@@ -250,8 +317,8 @@ def resolve(config, *, total_timesteps=None, seed=None, num_envs=None, device=No
 
 
 def train(config="push", *, output: str | Path = "runs/train", total_timesteps=None, seed=None, num_envs=None,
-          device=None, progress_bar=None, checkpoint_freq=None, eval_freq=None, eval_episodes=None, overrides=(),
-          verbose: int = 1) -> TrainResult:
+          device=None, progress_bar=None, checkpoint_freq=None, eval_freq=None, eval_episodes=None, video=None,
+          overrides=(), verbose: int = 1) -> TrainResult:
     """Train from a config (``"push"``, a path, or a dict) and write the run to ``output`` (see the module doc)."""
     from .. import envs as _envs
     from ..envs.sb3_vec_env import SuperDexSB3VecEnv
@@ -259,10 +326,11 @@ def train(config="push", *, output: str | Path = "runs/train", total_timesteps=N
     _envs.register_envs()
     cfg = resolve(config, total_timesteps=total_timesteps, seed=seed, num_envs=num_envs, device=device,
                   progress_bar=progress_bar, checkpoint_freq=checkpoint_freq, eval_freq=eval_freq,
-                  eval_episodes=eval_episodes, overrides=overrides)
+                  eval_episodes=eval_episodes, video=video, overrides=overrides)
     t = cfg["train"]
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
+    start_wall = time.time()
     cfg["versions"] = {"stable_baselines3": stable_baselines3.__version__, "torch": torch.__version__,
                        "gymnasium": gym.__version__}
     (out / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
@@ -272,6 +340,8 @@ def train(config="push", *, output: str | Path = "runs/train", total_timesteps=N
     spec = gym.spec(cfg["env_id"])
     env_kwargs = {**spec.kwargs, **cfg["env"]}
     n, s = t["num_envs"], t["seed"]
+    if t["video"] == "mp4":
+        check_mp4_support()  # fail before training, not after
     start = time.perf_counter()
     with torch_settings(bool(t["deterministic_torch"]), int(t["torch_threads"])):
         set_random_seed(s)
@@ -316,10 +386,17 @@ def train(config="push", *, output: str | Path = "runs/train", total_timesteps=N
         save_model(model, out / "model.zip")
         if eval_env is not None:
             eval_env.close()
+        video = None
+        if t["video"] != "none":
+            video = record_episode(model, cfg, out / f"eval_episode.{t['video']}")
+    remove_if_empty(out / "checkpoints")  # CheckpointCallback makes it up front, even when no checkpoint falls due
     wall = time.perf_counter() - start
 
     curve = eval_cb.rows if eval_cb is not None else []
-    png = plot_curve(curve, out / "learning_curve.png", cfg["env_id"])
+    png, png_skipped = plot_curve(curve, out / "learning_curve.png", cfg["env_id"]), None
+    if png is None:
+        png_skipped = "no evaluation ran (eval_episodes = 0)" if not curve else \
+            "matplotlib is not installed (pip install 'superdex-gym[train]')"
     success_buffer = list(model.ep_success_buffer or [])
     metrics = {
         "env_id": cfg["env_id"],
@@ -337,13 +414,16 @@ def train(config="push", *, output: str | Path = "runs/train", total_timesteps=N
         "train_success_rate_last_100": (sum(map(float, success_buffer)) / len(success_buffer)
                                         if success_buffer else None),
         "learning_curve_png": None if png is None else str(png.name),
+        "learning_curve_png_skipped": png_skipped,
+        "video": None if video is None else video["path"].name,
+        "video_episode": None if video is None else {k: v for k, v in video.items() if k != "path"},
         "versions": cfg["versions"],
     }
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     if verbose >= 1:
         last = "n/a" if final is None else f"{final['success_rate']:.3f}"
-        _print(f"trained {metrics['timesteps']} timesteps in {wall:.1f} s; final success rate {last}; "
-               f"model: {out / 'model.zip'}")
+        _print(f"trained {metrics['timesteps']} timesteps in {wall:.1f} s; final success rate {last}")
+        _print(format_outputs(out, written_since(out, start_wall), png_skipped))
     return TrainResult(model=model, output=out, config=cfg, metrics=metrics, curve=curve)
 
 
@@ -351,7 +431,8 @@ def train(config="push", *, output: str | Path = "runs/train", total_timesteps=N
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="superdex-train", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", default="push", help="packaged config name (push, push_dense) or a .toml/.json path")
+    p.add_argument("--config", default="push",
+                   help=f"a packaged config ({', '.join(available_configs())}) or a .toml/.json path")
     p.add_argument("--total-timesteps", type=int, default=None)
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--num-envs", type=int, default=None, help="batched worlds")
@@ -361,6 +442,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint-freq", type=int, default=None, help="timesteps between checkpoints (0: none)")
     p.add_argument("--eval-freq", type=int, default=None, help="timesteps between evaluations (0: final only)")
     p.add_argument("--eval-episodes", type=int, default=None, help="episodes per evaluation (0: no evaluation)")
+    p.add_argument("--video", choices=VIDEO_FORMATS, default=None,
+                   help="one episode of the final model as a GIF (default) or an MP4, or none")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="override a config value, e.g. --set model.batch_size=256 (repeatable)")
     p.add_argument("-v", "--verbose", action="count", default=0, help="also print SB3's logger tables")
@@ -378,7 +461,7 @@ def main(argv=None) -> int:
         train(args.config, output=output, total_timesteps=args.total_timesteps, seed=args.seed,
               num_envs=args.num_envs, device=args.device, progress_bar=args.progress_bar,
               checkpoint_freq=args.checkpoint_freq, eval_freq=args.eval_freq, eval_episodes=args.eval_episodes,
-              overrides=args.overrides, verbose=0 if args.quiet else 1 + args.verbose)
+              video=args.video, overrides=args.overrides, verbose=0 if args.quiet else 1 + args.verbose)
     except (FileNotFoundError, ModuleNotFoundError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
