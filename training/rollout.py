@@ -38,12 +38,12 @@ class ModelPolicy:
 
 
 class ScriptedPolicy:
-    """The task's scripted policy (``superdex_gym.envs.scripted``): a baseline that solves it."""
+    """The task's scripted policy (``superdex_gym.suite.scripted_policy``): a baseline that solves it."""
 
     def __init__(self, env_id: str):
-        from ..envs.scripted import scripted_policy_for
+        from ..suite import scripted_policy
 
-        self.action = scripted_policy_for(env_id)
+        self.action = scripted_policy(env_id)
 
     def __call__(self, obs: dict) -> np.ndarray:
         return self.action(obs)

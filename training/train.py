@@ -360,9 +360,9 @@ def train(config="push", *, output: str | Path = "runs/train", total_timesteps=N
         model = cls(policy, venv, replay_buffer_class=HerReplayBuffer, replay_buffer_kwargs=dict(cfg["her"]),
                     seed=s, device=t["device"], verbose=0, **model_kwargs)
         if t["warmup_policy"] == "scripted":
-            from ..envs.scripted import scripted_policy_for
+            from ..suite import scripted_policy
 
-            model.setup_warmup(scripted_policy_for(cfg["env_id"]), float(t["warmup_random_prob"]), s)
+            model.setup_warmup(scripted_policy(cfg["env_id"]), float(t["warmup_random_prob"]), s)
         model.set_logger(configure(str(out), ["csv"] + (["stdout"] if verbose >= 2 else [])))
 
         callbacks = []

@@ -1,0 +1,28 @@
+"""The benchmark command line (not its figures: speed is measured there, never asserted): defaults in --help,
+the ratio explained, --json for machines."""
+
+import json
+
+import pytest
+
+from superdex_gym import benchmark
+
+
+def test_help_shows_the_defaults(capsys):
+    with pytest.raises(SystemExit):
+        benchmark.main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(default: 5)" in text and "(default: 100)" in text and "(default: 5000)" in text and "--json" in text
+
+
+def test_one_case_to_json_with_its_ratio_explained(tmp_path, capsys):
+    path = tmp_path / "bench.json"
+    assert benchmark.main(["--only", "sphere on plane, W=1", "--repeats", "1", "--steps", "2", "--json", str(path),
+                           "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert benchmark.RATIO_NOTE in out and "x0.1 means" in benchmark.RATIO_NOTE
+    report = json.loads(path.read_text())
+    assert list(report["cases"]) == ["sphere on plane, W=1"] and report["env"] == {}
+    case, base = report["cases"]["sphere on plane, W=1"], report["baseline"]["batches of 1000 solves/s"]
+    assert case["engine steps/s"] > 0 and case["ratio to baseline"] == pytest.approx(case["engine steps/s"] / base)
+    assert f"(x{case['ratio to baseline']:.3g} baseline)" in out
