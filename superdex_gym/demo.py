@@ -1,4 +1,4 @@
-"""The main job (for now): the seed page's example scene, stepped for 2 s at 60 Hz, printing the final poses.
+"""The seed page's example scene (the engine alone): stepped for 2 s at 60 Hz, printing the final poses.
 
 The scene is the reference's ``example_rigid_bodies.py``: a 0.2 m icosphere and a 0.4 m cube dropped above a
 ground plane at y = -1 (the prefab table is left out). Run: ``python -m superdex_gym.demo``.
