@@ -6,8 +6,8 @@ import superdex_gym.sim as mochi
 
 def pytest_collection_modifyitems(config, items):
     """The tests marked ``long`` first (stable order otherwise): under pytest-xdist (``-n 2``) the longest then runs
-    beside the rest instead of after it (measured, whole suite at -n 2: 6.5 min with the Push learning test
-    last, 5.5 min with it first)."""
+    beside the rest instead of after it (measured when the Push learning test was in the suite, at -n 2: 6.5 min
+    with it last, 5.5 min with it first; it is marked ``slow`` now and runs apart)."""
     items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 

@@ -277,6 +277,7 @@ REACH_STEPS = 5000
 REACH_MEASURED = {5000: (1.0, 1.0, 1.0), 3000: (1.0, 1.0, 0.81), 2000: (0.0, 0.0, 0.16)}
 
 
+@pytest.mark.long
 def test_training_learns_reach(tmp_path):
     """The training stack learns, not only runs: configs/reach.toml (SAC + HER, push.toml's algorithm settings) on
     SuperDex/Reach-v0 with a smaller budget: a [64, 64] net, 5000 timesteps, 8 worlds, one gradient step per
