@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
 import json
 import os
 import sys
@@ -56,10 +55,9 @@ import numpy as np
 
 from .config import available_configs, load_config
 from .evaluate import algorithm_class
-from .rollout import (ModelPolicy, check_mp4_support, make_eval_vec_env, run_batched_episodes,
-                      run_rendered_episode, write_video)
+from .rollout import ModelPolicy, check_mp4_support, make_eval_vec_env, run_batched_episodes
+from .run_outputs import format_outputs, plot_curve, record_episode, remove_if_empty, write_curve, written_since
 
-CURVE_FIELDS = ("timesteps", "success_rate", "mean_return", "mean_final_distance", "wall_time_s")
 VIDEO_FORMATS = ("gif", "mp4", "none")
 
 
@@ -142,92 +140,6 @@ def save_model(model, path: Path) -> None:
     norm = model.get_vec_normalize_env()
     if norm is not None:
         norm.save(path.with_name(path.stem + "_vecnormalize.pkl"))
-
-
-def write_curve(path: Path, rows: list[dict]) -> None:
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=CURVE_FIELDS)
-        w.writeheader()
-        w.writerows(rows)
-
-
-def record_episode(model, cfg: dict, path: Path, size_px: int = 320) -> dict:
-    """One episode of the deterministic model (seed ``train.eval_seed``, the first evaluation episode), rendered
-    to a GIF or MP4; its seed, return, success and final distance."""
-    env = gym.make(cfg["env_id"], render_mode="rgb_array", render_width=size_px, render_height=size_px,
-                   **cfg["env"])
-    try:
-        policy = ModelPolicy(model, deterministic=True, normalizer=model.get_vec_normalize_env())
-        stats, frames = run_rendered_episode(env, policy, int(cfg["train"]["eval_seed"]))
-        fps = int(env.metadata.get("render_fps", 25))
-    finally:
-        env.close()
-    return {"path": write_video(path, frames, fps), **stats.as_dict()}
-
-
-def remove_if_empty(folder: Path) -> None:
-    if folder.is_dir() and not any(folder.iterdir()):
-        folder.rmdir()
-
-
-# what each file of a run is (fnmatch patterns, relative to the run directory; first match wins)
-OUTPUT_DESCRIPTIONS = (
-    ("model.zip", "the final model (superdex-evaluate OUTPUT/model.zip)"),
-    ("model_vecnormalize.pkl", "its observation-normalization statistics"),
-    ("best_model.zip", "the model at the best periodic evaluation"),
-    ("best_model_vecnormalize.pkl", "its observation-normalization statistics"),
-    ("config.json", "the resolved config (trains again as --config OUTPUT/config.json)"),
-    ("metrics.json", "timesteps, wall time, final / best success rate, versions"),
-    ("learning_curve.csv", "success rate, mean return, final distance per evaluation"),
-    ("learning_curve.png", "the learning curve, plotted"),
-    ("eval_episode.*", "one episode of the final model (seed train.eval_seed)"),
-    ("progress.csv", "SB3's logger: losses, entropy coefficient, rollout success rate"),
-    ("checkpoints/*.zip", "a checkpoint"),
-    ("checkpoints/*.pkl", "a checkpoint's normalization statistics"),
-)
-
-
-def written_since(out: Path, since: float) -> list[Path]:
-    """The files under ``out`` written at or after ``since`` (a reused run directory keeps older files)."""
-    return sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file() and p.stat().st_mtime >= since)
-
-
-def format_outputs(out: Path, files: list[Path], png_skipped: str | None) -> str:
-    import fnmatch
-
-    width = max((len(str(f)) for f in files), default=0)
-    lines = [f"wrote {len(files)} files in {out}/:"]
-    for f in files:
-        what = next((d for pattern, d in OUTPUT_DESCRIPTIONS if fnmatch.fnmatch(f.as_posix(), pattern)), "")
-        lines.append(f"  {str(f):{width}s}  {what.replace('OUTPUT', str(out))}".rstrip())
-    if png_skipped:
-        lines.append(f"  (no learning_curve.png: {png_skipped})")
-    return "\n".join(lines)
-
-
-def plot_curve(csv_rows: list[dict], path: Path, title: str) -> Path | None:
-    """A PNG of success rate and mean return against timesteps, when matplotlib is installed."""
-    if not csv_rows:
-        return None
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    t = [r["timesteps"] for r in csv_rows]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.6))
-    a.plot(t, [r["success_rate"] for r in csv_rows], marker="o")
-    a.set(xlabel="timesteps", ylabel="success rate", ylim=(-0.02, 1.02), title=title)
-    b.plot(t, [r["mean_return"] for r in csv_rows], marker="o", color="tab:orange")
-    b.set(xlabel="timesteps", ylabel="mean return", title="mean episode return")
-    for ax in (a, b):
-        ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
 
 
 # --- scripted warm-up ----------------------------------------------------------------------------------------------
@@ -423,7 +335,7 @@ def train(config="push", *, output: str | Path = "runs/train", total_timesteps=N
     if verbose >= 1:
         last = "n/a" if final is None else f"{final['success_rate']:.3f}"
         _print(f"trained {metrics['timesteps']} timesteps in {wall:.1f} s; final success rate {last}")
-        _print(format_outputs(out, written_since(out, start_wall), png_skipped))
+        _print(format_outputs(out, written_since(out, start_wall - 1.0), png_skipped))  # 1 s: coarse file mtimes
     return TrainResult(model=model, output=out, config=cfg, metrics=metrics, curve=curve)
 
 
