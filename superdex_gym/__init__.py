@@ -1,7 +1,7 @@
 """SuperDex Gym: robot-manipulation environments on a pure-Python re-implementation of SuperDex Physics.
 
 Importing the package registers the environments (``SuperDex/Push-v0``, ...) when Gymnasium is installed; the
-engine (``superdex_gym.sim``) works without it.
+engine (``superdex_gym.sim``) works without it. ``python -m superdex_gym`` runs the main job (`superdex_gym.tour`).
 """
 
 __version__ = "0.1.0"
