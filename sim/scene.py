@@ -18,8 +18,10 @@ import numpy as np
 
 from . import lie, pipeline
 from .actor import RigidActor
+from .actor_queries import ActorQueryRegistry
 from .constraint_system import ConstraintSceneMixin
 from .contact_system import ContactSceneMixin, ContactSystem
+from .geometry_types import SceneHandle
 from .model import Kinematics, Model, State, compile_bodies
 from .params import (
     DEFAULT_GRAVITY,
@@ -35,6 +37,7 @@ from .state_io import StateStore
 from .transforms import as_vector3
 
 _CALLBACK_HANDLES = itertools.count(1)
+_SCENE_HANDLES = itertools.count(1)
 
 
 @dataclass
@@ -46,6 +49,8 @@ class _Callback:
 
 
 class Scene(ConstraintSceneMixin, ContactSceneMixin):
+    DEFAULT_CALLBACK_PRIORITY = 100  # the reference's; our callbacks default to 0 (docs/api_parity.md)
+
     def __init__(self, name: str = ""):
         if not isinstance(name, str):
             raise TypeError(f"scene name must be a string, got {name!r}")
@@ -64,10 +69,22 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         self._store = StateStore(self)
         self._extra_potentials: list = []  # contact / constraint potentials registered by other modules
         self._queries: set = set()
+        self._actor_queries = ActorQueryRegistry(self)
+        self._num_query_steps = 0  # steps that computed query results (per-actor queries are valid after one)
+        self._force_single_island = False
+        self._handle = SceneHandle(next(_SCENE_HANDLES))
+        self._sleep_params = None  # experimental.SleepParams once set (sim/experimental.py)
         self._last_report = None
         self._contact_system = ContactSystem(self)
         self._extra_potentials.append(self._contact_system)
         self.alive = True
+
+    # --- identity ----------------------------------------------------------------------------------------------------
+    def get_name(self) -> str:
+        return self.name
+
+    def get_handle(self) -> SceneHandle:
+        return self._handle
 
     # --- gravity and solver parameters --------------------------------------------------------------------------
     def get_gravity(self) -> np.ndarray:
@@ -186,6 +203,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         for hook in list(self._destroy_hooks()):
             hook(actor, row)
         actor._record.alive = False
+        self._actor_queries.on_actor_destroyed(actor.get_handle())
         del self._records[row]
         del self._actors[actor.get_handle()]
         self._state = _delete_actor(self._state, row)
@@ -203,10 +221,11 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         self._queries.discard(query_type)
 
     def is_query_registered(self, query_type: QueryType) -> bool:
-        return query_type in self._queries
+        """True when steps compute this query's results: registered on the scene or on any of its actors."""
+        return query_type in self._queries or self._actor_queries.is_active(query_type)
 
     def _require_query(self, query_type: QueryType, what: str) -> None:
-        if query_type not in self._queries:
+        if not self.is_query_registered(query_type):
             raise RuntimeError(
                 f"{what} needs scene.register_query(QueryType.{query_type.name}) before stepping"
             )
@@ -411,6 +430,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
                 num_stages=report.num_stages,
             )
             self._last_report = report
+            self._num_query_steps += 1
             for pot in self._extra_potentials:
                 if hasattr(pot, "after_step"):
                     pot.after_step(self, report)
@@ -468,6 +488,11 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
     def release_state(self, handle: int) -> None:
         self._store.release(handle)
 
+    def release_all_states(self) -> None:
+        """Release every captured state; their handles become invalid."""
+        for handle in list(self._store._snapshots):
+            self._store.release(handle)
+
     def capture_state_to_bytes(self) -> bytes:
         return self._store.to_bytes()
 
@@ -485,9 +510,14 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
     def is_equal_state(self, handle_a: int, handle_b: int) -> bool:
         return self._store.equal(handle_a, handle_b)
 
-    def set_force_single_island(self, enable: bool) -> None:
+    def set_force_single_island(self, force_single_island: bool) -> None:
         """Accepted for API compatibility: every world is solved as one system here."""
-        self._force_single_island = bool(enable)
+        if not isinstance(force_single_island, (bool, np.bool_)):
+            raise TypeError(f"force_single_island must be a bool, got {force_single_island!r}")
+        self._force_single_island = bool(force_single_island)
+
+    def get_force_single_island(self) -> bool:
+        return self._force_single_island
 
 
 # --- state array helpers -----------------------------------------------------------------------------------------
