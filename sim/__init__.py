@@ -95,3 +95,11 @@ from .shapes import (
 from .transforms import Quaternion, TransformRT
 
 Actor = RigidActor
+
+# The reference's enum names where ours were named differently first (same members).
+BoundarySubsamplingStrategy = SubsamplingStrategy
+GridSdfResolutionMode = SdfResolutionMode
+LinearSolverConvergenceNorm = LinearSolverNormType
+NonLinearSolverConvergenceMode = ConvergenceMode
+PsdProjectionMode = PsdProjMode
+VerbosityLevel = Verbosity

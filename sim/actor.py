@@ -105,31 +105,45 @@ class RigidActor:
         rot = cur.rotation[w, row]
         return TransformRT.from_matrix(rot, cur.com_position[w, row] - rot @ self._record.com_local)
 
-    def set_root_transform(self, transform: TransformRT, world: int | None = None) -> None:
+    def set_root_transform(self, world_from_local: TransformRT, world: int | None = None) -> None:
         """Teleport. Dynamic: velocity unchanged, integrator history reset. Static: the new pose is reached at the
         end of the next step, and the implied velocity is (new - previous) / dt (digest 1)."""
-        if not isinstance(transform, TransformRT):
-            raise TypeError(f"transform must be a TransformRT, got {type(transform).__name__}")
-        rot = transform.rotation_matrix
-        self._scene._set_pose(self._row(), rot, transform.translation_array + rot @ self._record.com_local, world)
+        if not isinstance(world_from_local, TransformRT):
+            raise TypeError(f"world_from_local must be a TransformRT, got {type(world_from_local).__name__}")
+        rot = world_from_local.rotation_matrix
+        self._scene._set_pose(self._row(), rot, world_from_local.translation_array + rot @ self._record.com_local, world)
 
     def get_center_of_mass_transform(self, world: int = 0) -> TransformRT:
         row, w = self._row(), self._scene._check_world(world)
         cur = self._scene._state.current
         return TransformRT.from_matrix(cur.rotation[w, row], cur.com_position[w, row])
 
-    def set_center_of_mass_transform(self, transform: TransformRT, world: int | None = None) -> None:
-        if not isinstance(transform, TransformRT):
-            raise TypeError(f"transform must be a TransformRT, got {type(transform).__name__}")
-        self._scene._set_pose(self._row(), transform.rotation_matrix, transform.translation_array, world)
+    def set_center_of_mass_transform(self, world_from_com: TransformRT, world: int | None = None) -> None:
+        if not isinstance(world_from_com, TransformRT):
+            raise TypeError(f"world_from_com must be a TransformRT, got {type(world_from_com).__name__}")
+        self._scene._set_pose(self._row(), world_from_com.rotation_matrix, world_from_com.translation_array, world)
 
-    def get_dof_values(self, world: int = 0) -> np.ndarray:
-        """[0:3] world CoM position, [3:6] world-from-local rotation vector; empty for static actors."""
-        if self._record.is_static:
-            return np.zeros(0)
+    def get_dof_values(self, dof_indices=None, out_dof_values=None, world: int = 0) -> np.ndarray:
+        """[0:3] world CoM position, [3:6] world-from-local rotation vector; empty for static actors.
+
+        ``dof_indices`` None or empty: every DoF (the reference's empty span); else those DoFs. With
+        ``out_dof_values`` (a float array of the result's length) the values are written there too."""
         row, w = self._row(), self._scene._check_world(world)
-        cur = self._scene._state.current
-        return np.concatenate([cur.com_position[w, row], lie.log_so3(cur.rotation[w, row])])
+        if self._record.is_static:
+            values = np.zeros(0)
+        else:
+            cur = self._scene._state.current
+            values = np.concatenate([cur.com_position[w, row], lie.log_so3(cur.rotation[w, row])])
+        if dof_indices is not None and len(dof_indices):
+            idx = np.asarray(dof_indices)
+            if idx.ndim != 1 or not np.issubdtype(idx.dtype, np.integer) or np.any((idx < 0) | (idx >= values.size)):
+                raise ValueError(f"dof_indices must be integers in [0, {values.size - 1}], got {dof_indices!r}")
+            values = values[idx]
+        if out_dof_values is not None:
+            if not isinstance(out_dof_values, np.ndarray) or out_dof_values.shape != values.shape:
+                raise ValueError(f"out_dof_values must be a numpy array of shape {values.shape}")
+            out_dof_values[...] = values
+        return values
 
     # --- velocity -------------------------------------------------------------------------------------------------
     def get_linear_velocity(self, world: int = 0) -> np.ndarray:
@@ -140,11 +154,11 @@ class RigidActor:
         row, w = self._row(), self._scene._check_world(world)
         return self._scene._state.current.angular_velocity[w, row].copy()
 
-    def set_velocity(self, linear_velocity, angular_velocity, world: int | None = None) -> None:
+    def set_velocity(self, linear_vel, angular_vel, world: int | None = None) -> None:
         """World CoM velocity [m/s] and angular velocity [rad/s]. Resets multistep history. A static actor only
         accepts zeros (its velocity is implied by its poses; zeros cancel a pending implied velocity)."""
-        lin = as_vector3(linear_velocity, "linear_velocity")
-        ang = as_vector3(angular_velocity, "angular_velocity")
+        lin = as_vector3(linear_vel, "linear_vel")
+        ang = as_vector3(angular_vel, "angular_vel")
         self._scene._set_velocity(self._row(), lin, ang, world)
 
     # --- mass properties ----------------------------------------------------------------------------------------
@@ -199,19 +213,19 @@ class RigidActor:
             raise ValueError(f"{what} is not allowed on static actor {self._record.name!r}")
 
     # --- loads -------------------------------------------------------------------------------------------------
-    def set_external_forces_on_dofs(self, dof_indices, values, world: int | None = None) -> None:
+    def set_external_forces_on_dofs(self, dof_indices, force_values, world: int | None = None) -> None:
         """World force [N] on DoFs 0-2 and torque [N m] on DoFs 3-5; replaces all previous DoF loads."""
         self._require_dynamic("set_external_forces_on_dofs")
         idx = np.asarray(dof_indices)
-        vals = np.asarray(values, dtype=np.float64)
+        vals = np.asarray(force_values, dtype=np.float64)
         if idx.ndim != 1 or not np.issubdtype(idx.dtype, np.integer):
             raise TypeError(f"dof_indices must be a 1-D sequence of integers, got {dof_indices!r}")
         if vals.shape != idx.shape:
-            raise ValueError(f"values must have the same length as dof_indices ({idx.shape[0]}), got shape {vals.shape}")
+            raise ValueError(f"force_values must have the same length as dof_indices ({idx.shape[0]}), got shape {vals.shape}")
         if np.any((idx < 0) | (idx > 5)) or len(np.unique(idx)) != len(idx):
             raise ValueError(f"dof_indices must be distinct integers in [0, 5], got {idx.tolist()}")
         if not np.all(np.isfinite(vals)):
-            raise ValueError(f"values must be finite, got {vals.tolist()}")
+            raise ValueError(f"force_values must be finite, got {vals.tolist()}")
         load = np.zeros(6)
         load[idx] = vals
         self._scene._state.external_force[self._scene._worlds(world), self._row()] = load
@@ -305,18 +319,21 @@ class RigidActor:
     def get_sdf_distances(self, world: int = 0) -> SdfDistances:
         """This actor's active contact samples in the last step with their signed distances to the colliders
         (needs QueryType.SDF_DISTANCES; empty for actors without contact samples, e.g. static ones)."""
-        self._require(QueryType.SDF_DISTANCES, "get_sdf_distances")
+        try:
+            self._require(QueryType.SDF_DISTANCES, "get_sdf_distances")
+        except actor_queries.ResultsPendingError:  # the released engine returns empty distances until a step ran
+            return SdfDistances()
         return actor_queries.sdf_distances(self._scene, self, self._scene._check_world(world))
 
-    def get_points_distance_to_surface(self, points_world, out=None, world: int = 0) -> np.ndarray:
+    def get_points_distance_to_surface(self, points_world, out_distances=None, world: int = 0) -> np.ndarray:
         """Signed distance [m] (negative inside) of world points (K, 3) to this actor's collider."""
         pts = np.asarray(points_world, dtype=np.float64)
         if pts.ndim != 2 or pts.shape[1] != 3 or not np.all(np.isfinite(pts)):
             raise ValueError(f"points_world must be a finite (K, 3) array, got shape {pts.shape}")
         dist = self._scene._contact.distance_to_surface(self._record, self._row(), pts, self._scene._check_world(world))
-        if out is not None:
-            out[...] = dist
-            return out
+        if out_distances is not None:
+            out_distances[...] = dist
+            return out_distances
         return dist
 
     # --- bounding boxes and meshes --------------------------------------------------------------------------------

@@ -24,6 +24,10 @@ from .params import QueryType
 
 _QUERY_HANDLES = itertools.count(1)
 
+
+class ResultsPendingError(Error):
+    """A query registered after the last step: its results come with the next step."""
+
 # What ``register_query`` accepts on a rigid actor here. The released engine also supports SURFACE_NODE_POSITIONS,
 # SURFACE_NODE_NORMALS and NODE_CONTACT_FORCES on rigid mesh actors (not implemented: docs/api_parity.md).
 _CONTACT_SAMPLE_QUERIES = (QueryType.TOTAL_CONTACT_FORCE, QueryType.CONTACT_POINTS)
@@ -101,7 +105,7 @@ class ActorQueryRegistry:
             raise Error(f"{what} needs actor.register_query(QueryType.{query_type.name}) (or the scene's) before "
                         f"stepping; actor {actor.get_name()!r} has none")
         if min(steps) >= scene._num_query_steps:
-            raise Error(f"{what}: QueryType.{query_type.name} was registered on actor {actor.get_name()!r} after the "
+            raise ResultsPendingError(f"{what}: QueryType.{query_type.name} was registered on actor {actor.get_name()!r} after the "
                         "last step; its results are available after the next simulation step")
 
 
@@ -125,12 +129,11 @@ def pair_force_matrix(scene, world: int) -> tuple[tuple, np.ndarray]:
     j gives each body's total contact force."""
     handles, stages = _stage_rows(scene, world)
     n = len(handles)
-    forces = np.zeros((n, n, 3))
+    directed = np.zeros((n, n, 3))  # [a, b]: the forces of rows with colliding actor a and collider b, on a
     for mask, pts in stages:
-        a, b, f = pts.actor_a[mask], pts.actor_b[mask], pts.force[mask]
-        np.add.at(forces, (a, b), f)
-        np.add.at(forces, (b, a), -f)
-    return handles, forces
+        np.add.at(directed, (pts.actor_a[mask], pts.actor_b[mask]), pts.force[mask])
+    # D - D^T: Newton's third law holds exactly (F[j, i] == -F[i, j] in floating point too)
+    return handles, directed - directed.transpose(1, 0, 2)
 
 
 def force_from_actor(scene, actor, other, world: int) -> np.ndarray:

@@ -15,7 +15,7 @@ import warnings
 from dataclasses import dataclass
 
 from . import actor_queries
-from .contact.restitution import calibrate_normal_viscous_damping_coefficient, effective_coefficient_of_restitution  # noqa: F401
+from .contact import restitution
 from .geometry_types import Error, InvalidArgumentError
 from .params import LineSearchType, QueryType
 
@@ -35,6 +35,16 @@ def _check_scene(scene, name: str = "scene"):
     if not isinstance(scene, Scene):
         raise TypeError(f"{name} must be a Scene, got {type(scene).__name__}")
     return scene
+
+
+def calibrate_normal_viscous_damping_coefficient(cor: float, impact_velocity: float) -> float:
+    """Normal viscous damping [s/m] giving coefficient of restitution ``cor`` at ``impact_velocity`` [m/s]."""
+    return restitution.calibrate_normal_viscous_damping_coefficient(cor, impact_velocity)
+
+
+def effective_coefficient_of_restitution(normal_viscous_damping_coefficient: float, impact_velocity: float) -> float:
+    """Coefficient of restitution of a normal damping [s/m] at ``impact_velocity`` [m/s]."""
+    return restitution.effective_coefficient_of_restitution(normal_viscous_damping_coefficient, impact_velocity)
 
 
 def enable_newton_euler_inertia(actor, enable: bool = True) -> None:

@@ -26,6 +26,7 @@ REFERENCE_MAX_ITER = 4  # the reference engine's default NonLinearSolverParams.m
 
 class IntegrationMethod(enum.Enum):
     BACKWARD_EULER = 0
+    DEFAULT = 0  # an alias of BACKWARD_EULER (reference enum)
     BDF2 = 1
     BDF3 = 2
     DIRK22 = 3

@@ -173,9 +173,9 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         self._mark_dirty()
         return actor
 
-    def get_actor(self, handle):
-        if isinstance(handle, RigidActor):
-            handle = handle.get_handle()
+    def get_actor(self, actor):
+        """The actor with handle ``actor`` (an actor is accepted too)."""
+        handle = actor.get_handle() if isinstance(actor, RigidActor) else actor
         try:
             return self._actors[handle]
         except KeyError:
@@ -190,15 +190,16 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
                 return self._actors[r.handle]
         return None
 
-    def for_each_actor(self, fn) -> None:
+    def for_each_actor(self, callback) -> None:
         for actor in self.get_actors():
-            fn(actor)
+            callback(actor)
 
     def get_num_actors(self) -> int:
         return len(self._records)
 
-    def destroy_actor(self, actor_or_handle) -> None:
-        actor = self.get_actor(actor_or_handle)
+    def destroy_actor(self, actor) -> None:
+        """Destroy ``actor`` (an actor or its handle)."""
+        actor = self.get_actor(actor)
         row = self._row_of(actor._record)
         for hook in list(self._destroy_hooks()):
             hook(actor, row)
@@ -499,16 +500,16 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
     def restore_state_from_bytes(self, data: bytes) -> None:
         self._store.from_bytes(data)
 
-    def capture_state_to_file(self, path) -> None:
-        with open(path, "wb") as f:
+    def capture_state_to_file(self, file_path) -> None:
+        with open(file_path, "wb") as f:
             f.write(self.capture_state_to_bytes())
 
-    def restore_state_from_file(self, path) -> None:
-        with open(path, "rb") as f:
+    def restore_state_from_file(self, file_path) -> None:
+        with open(file_path, "rb") as f:
             self.restore_state_from_bytes(f.read())
 
-    def is_equal_state(self, handle_a: int, handle_b: int) -> bool:
-        return self._store.equal(handle_a, handle_b)
+    def is_equal_state(self, state_a: int, state_b: int) -> bool:
+        return self._store.equal(state_a, state_b)
 
     def set_force_single_island(self, force_single_island: bool) -> None:
         """Accepted for API compatibility: every world is solved as one system here."""

@@ -36,6 +36,7 @@ SCRIPTS = {
     "errors": "errors.py",
     "defaults": "defaults.py",
     "contact_plane": "contact_plane.py",
+    "actor_queries": "actor_queries.py",
 }
 
 
