@@ -37,6 +37,7 @@ SCRIPTS = {
     "defaults": "defaults.py",
     "contact_plane": "contact_plane.py",
     "actor_queries": "actor_queries.py",
+    "example_rigid_bodies": "example_rigid_bodies.py",
 }
 
 
