@@ -6,7 +6,7 @@ rigid-actor API works under the same names: ``create_scene``, ``create_plane_sha
 advance in one call.
 """
 
-from . import experimental, lie
+from . import experimental, lie, utils
 from .actor import RigidActor
 from .assets_path import ASSETS_PATH
 from .contact.colliders import ColliderType
@@ -28,6 +28,24 @@ from .constraints.params import (
     RigidPivotToRigidTargetConstraintParams,
     RigidPrismaticJointConstraintParams,
     RigidSphericalJointConstraintParams,
+)
+from .geometry_types import (
+    Aabb,
+    ActorType,
+    Box,
+    Error,
+    FileFormat,
+    GridSdfData,
+    MeshData,
+    MeshDataView,
+    Obb,
+    Plane,
+    QueryHandle,
+    Real3,
+    Real6,
+    SceneHandle,
+    SdfDistances,
+    Sphere,
 )
 from .context import create_scene, destroy_scene, initialize, is_initialized, shutdown
 from .mass_properties import MassProperties, compute_mass_properties, compute_shape_mass_properties
@@ -77,3 +95,11 @@ from .shapes import (
 from .transforms import Quaternion, TransformRT
 
 Actor = RigidActor
+
+# The reference's enum names where ours were named differently first (same members).
+BoundarySubsamplingStrategy = SubsamplingStrategy
+GridSdfResolutionMode = SdfResolutionMode
+LinearSolverConvergenceNorm = LinearSolverNormType
+NonLinearSolverConvergenceMode = ConvergenceMode
+PsdProjectionMode = PsdProjMode
+VerbosityLevel = Verbosity

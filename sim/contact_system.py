@@ -69,6 +69,7 @@ class ContactSystem:
         self._torques = None
         self._points = None  # per world list of ContactPoint
         self._in_step = False  # inside a step's solves: the version was checked by before_step
+        self.last_contact_points = None  # (actor handles, num worlds, [(worlds, ContactPoints)]) of the last step
 
     # --- invalidation -------------------------------------------------------------------------------------------
     def invalidate(self) -> None:
@@ -162,20 +163,23 @@ class ContactSystem:
     def after_step(self, scene, report) -> None:
         want_force = scene.is_query_registered(QueryType.TOTAL_CONTACT_FORCE)
         want_points = scene.is_query_registered(QueryType.CONTACT_POINTS)
-        if not (want_force or want_points):
+        if not (want_force or want_points or scene.is_query_registered(QueryType.SDF_DISTANCES)):
             return
         w, n = scene.num_worlds, len(scene._records)
         forces, torques = np.zeros((w, n, 3)), np.zeros((w, n, 3))
         points = [[] for _ in range(w)]
+        stage_points = []  # (worlds, ContactPoints) per world group: the per-actor queries read them (actor_queries)
         pot = self.potential()
         if pot is not None:
             for worlds, ctx, com, rot in report.last_stages:
                 rep = pot.contact_report(ctx, com, rot)
+                stage_points.append((np.asarray(worlds), rep.points))
                 forces[worlds] = rep.body_force
                 torques[worlds] = rep.body_torque
                 if want_points:
                     self._collect_points(scene, rep.points, worlds, ctx, com, rot, points)
         self._forces, self._torques, self._points = forces, torques, points
+        self.last_contact_points = (tuple(r.handle for r in scene._records), w, stage_points)
 
     def _collect_points(self, scene, pts, worlds, ctx, com, rot, out) -> None:
         records = scene._records

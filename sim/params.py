@@ -26,6 +26,7 @@ REFERENCE_MAX_ITER = 4  # the reference engine's default NonLinearSolverParams.m
 
 class IntegrationMethod(enum.Enum):
     BACKWARD_EULER = 0
+    DEFAULT = 0  # an alias of BACKWARD_EULER (reference enum)
     BDF2 = 1
     BDF3 = 2
     DIRK22 = 3
@@ -33,6 +34,7 @@ class IntegrationMethod(enum.Enum):
     DIRK33 = 5
     SYMPLECTIC_DIRK12 = 6
     SYMPLECTIC_DIRK22 = 7
+    COUNT = 8  # the number of methods (reference enum), not a method: SolverParams.validate rejects it
 
 
 class NonLinearSolverType(enum.Enum):
@@ -98,11 +100,27 @@ class ConvergenceStatus(enum.Enum):
 
 
 class QueryType(enum.Enum):
-    """Queries must be registered (``scene.register_query``) before stepping (digest 1)."""
+    """Queries must be registered (``scene.register_query`` or ``actor.register_query``) before stepping (digest 1).
 
-    TOTAL_CONTACT_FORCE = 0
-    CONTACT_POINTS = 1
-    CONSTRAINT_FORCE = 2
+    Every member and value of the released engine's enum; rigid actors here support TOTAL_CONTACT_FORCE,
+    CONTACT_POINTS and SDF_DISTANCES, constraints CONSTRAINT_FORCE (``actor.is_query_supported``)."""
+
+    NODE_POSITIONS = 0
+    ELEMENTS_DEFORMATION_GRADIENT = 1
+    SURFACE_NODE_POSITIONS = 2
+    SURFACE_NODE_NORMALS = 3
+    VISUAL_NODE_POSITIONS = 4
+    VISUAL_NODE_NORMALS = 5
+    CONTACT_SKIN_NODE_POSITIONS = 6
+    CONTACT_SKIN_NODE_NORMALS = 7
+    CONTACT_POINTS = 8
+    ELASTIC_ENERGY = 9
+    NODE_CONTACT_FORCES = 10
+    CONSTRAINT_FORCE = 11
+    ARTICULATED_CONTROLLER_FORCE = 12
+    SDF_DISTANCES = 13
+    TOTAL_CONTACT_FORCE = 14
+    COUNT = 15
 
 
 class LinearSolverType(enum.Enum):
@@ -285,6 +303,8 @@ class SolverParams:
     def validate(self) -> "SolverParams":
         if not isinstance(self.integration_method, IntegrationMethod):
             raise TypeError(f"SolverParams.integration_method must be an IntegrationMethod, got {self.integration_method!r}")
+        if self.integration_method is IntegrationMethod.COUNT:
+            raise ValueError("SolverParams.integration_method COUNT is the number of methods, not a method")
         self.non_linear_solver.validate()
         self.linear_solver.validate()
         self.experimental_eval.validate()

@@ -18,8 +18,10 @@ import numpy as np
 
 from . import lie, pipeline
 from .actor import RigidActor
+from .actor_queries import ActorQueryRegistry
 from .constraint_system import ConstraintSceneMixin
 from .contact_system import ContactSceneMixin, ContactSystem
+from .geometry_types import SceneHandle
 from .model import Kinematics, Model, State, compile_bodies
 from .params import (
     DEFAULT_GRAVITY,
@@ -35,6 +37,7 @@ from .state_io import StateStore
 from .transforms import as_vector3
 
 _CALLBACK_HANDLES = itertools.count(1)
+_SCENE_HANDLES = itertools.count(1)
 
 
 @dataclass
@@ -46,6 +49,8 @@ class _Callback:
 
 
 class Scene(ConstraintSceneMixin, ContactSceneMixin):
+    DEFAULT_CALLBACK_PRIORITY = 100  # the reference's; our callbacks default to 0 (docs/api_parity.md)
+
     def __init__(self, name: str = ""):
         if not isinstance(name, str):
             raise TypeError(f"scene name must be a string, got {name!r}")
@@ -64,10 +69,22 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         self._store = StateStore(self)
         self._extra_potentials: list = []  # contact / constraint potentials registered by other modules
         self._queries: set = set()
+        self._actor_queries = ActorQueryRegistry(self)
+        self._num_query_steps = 0  # steps that computed query results (per-actor queries are valid after one)
+        self._force_single_island = False
+        self._handle = SceneHandle(next(_SCENE_HANDLES))
+        self._sleep_params = None  # experimental.SleepParams once set (sim/experimental.py)
         self._last_report = None
         self._contact_system = ContactSystem(self)
         self._extra_potentials.append(self._contact_system)
         self.alive = True
+
+    # --- identity ----------------------------------------------------------------------------------------------------
+    def get_name(self) -> str:
+        return self.name
+
+    def get_handle(self) -> SceneHandle:
+        return self._handle
 
     # --- gravity and solver parameters --------------------------------------------------------------------------
     def get_gravity(self) -> np.ndarray:
@@ -156,9 +173,9 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         self._mark_dirty()
         return actor
 
-    def get_actor(self, handle):
-        if isinstance(handle, RigidActor):
-            handle = handle.get_handle()
+    def get_actor(self, actor):
+        """The actor with handle ``actor`` (an actor is accepted too)."""
+        handle = actor.get_handle() if isinstance(actor, RigidActor) else actor
         try:
             return self._actors[handle]
         except KeyError:
@@ -173,19 +190,21 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
                 return self._actors[r.handle]
         return None
 
-    def for_each_actor(self, fn) -> None:
+    def for_each_actor(self, callback) -> None:
         for actor in self.get_actors():
-            fn(actor)
+            callback(actor)
 
     def get_num_actors(self) -> int:
         return len(self._records)
 
-    def destroy_actor(self, actor_or_handle) -> None:
-        actor = self.get_actor(actor_or_handle)
+    def destroy_actor(self, actor) -> None:
+        """Destroy ``actor`` (an actor or its handle)."""
+        actor = self.get_actor(actor)
         row = self._row_of(actor._record)
         for hook in list(self._destroy_hooks()):
             hook(actor, row)
         actor._record.alive = False
+        self._actor_queries.on_actor_destroyed(actor.get_handle())
         del self._records[row]
         del self._actors[actor.get_handle()]
         self._state = _delete_actor(self._state, row)
@@ -203,10 +222,11 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         self._queries.discard(query_type)
 
     def is_query_registered(self, query_type: QueryType) -> bool:
-        return query_type in self._queries
+        """True when steps compute this query's results: registered on the scene or on any of its actors."""
+        return query_type in self._queries or self._actor_queries.is_active(query_type)
 
     def _require_query(self, query_type: QueryType, what: str) -> None:
-        if query_type not in self._queries:
+        if not self.is_query_registered(query_type):
             raise RuntimeError(
                 f"{what} needs scene.register_query(QueryType.{query_type.name}) before stepping"
             )
@@ -411,6 +431,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
                 num_stages=report.num_stages,
             )
             self._last_report = report
+            self._num_query_steps += 1
             for pot in self._extra_potentials:
                 if hasattr(pot, "after_step"):
                     pot.after_step(self, report)
@@ -468,26 +489,36 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
     def release_state(self, handle: int) -> None:
         self._store.release(handle)
 
+    def release_all_states(self) -> None:
+        """Release every captured state; their handles become invalid."""
+        for handle in list(self._store._snapshots):
+            self._store.release(handle)
+
     def capture_state_to_bytes(self) -> bytes:
         return self._store.to_bytes()
 
     def restore_state_from_bytes(self, data: bytes) -> None:
         self._store.from_bytes(data)
 
-    def capture_state_to_file(self, path) -> None:
-        with open(path, "wb") as f:
+    def capture_state_to_file(self, file_path) -> None:
+        with open(file_path, "wb") as f:
             f.write(self.capture_state_to_bytes())
 
-    def restore_state_from_file(self, path) -> None:
-        with open(path, "rb") as f:
+    def restore_state_from_file(self, file_path) -> None:
+        with open(file_path, "rb") as f:
             self.restore_state_from_bytes(f.read())
 
-    def is_equal_state(self, handle_a: int, handle_b: int) -> bool:
-        return self._store.equal(handle_a, handle_b)
+    def is_equal_state(self, state_a: int, state_b: int) -> bool:
+        return self._store.equal(state_a, state_b)
 
-    def set_force_single_island(self, enable: bool) -> None:
+    def set_force_single_island(self, force_single_island: bool) -> None:
         """Accepted for API compatibility: every world is solved as one system here."""
-        self._force_single_island = bool(enable)
+        if not isinstance(force_single_island, (bool, np.bool_)):
+            raise TypeError(f"force_single_island must be a bool, got {force_single_island!r}")
+        self._force_single_island = bool(force_single_island)
+
+    def get_force_single_island(self) -> bool:
+        return self._force_single_island
 
 
 # --- state array helpers -----------------------------------------------------------------------------------------

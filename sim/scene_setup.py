@@ -67,6 +67,8 @@ def build_actor_record(params: RigidActorParams):
     if not isinstance(transform, TransformRT):
         raise TypeError(f"world_from_local must be a TransformRT, got {type(transform).__name__}")
     is_static = bool(p.is_static)
+    if p.collider_type is ColliderType.COUNT:
+        raise ValueError("collider_type COUNT is the number of collider types, not a collider type")
     collider = resolve_collider_type(p.collider_type, p.shape.kind, is_static)
     if not isinstance(p.contact, ContactParams):
         raise TypeError(f"contact must be ContactParams, got {type(p.contact).__name__}")

@@ -66,8 +66,8 @@ class Quaternion:
         return Quaternion.from_rotation_vector([0.0, 0.0, angle])
 
     @staticmethod
-    def from_rotation_vector(rotvec: Iterable[float]) -> "Quaternion":
-        return Quaternion(*lie.rotvec_to_quat(as_vector3(rotvec, "rotation vector")))
+    def from_rotation_vector(rotation_vector: Iterable[float]) -> "Quaternion":
+        return Quaternion(*lie.rotvec_to_quat(as_vector3(rotation_vector, "rotation_vector")))
 
     @staticmethod
     def from_axis_angle(axis: Iterable[float], angle: float) -> "Quaternion":
@@ -97,6 +97,26 @@ class Quaternion:
     def rotate(self, v) -> np.ndarray:
         return self.to_matrix() @ as_vector3(v, "v")
 
+    @staticmethod
+    def zero() -> "Quaternion":
+        """The all-zero quaternion (0, 0, 0, 0), as the reference's ``Quaternion.zero()``: an accumulator, not a
+        rotation (a TransformRT refuses it)."""
+        q = object.__new__(Quaternion)
+        for name in "xyzw":
+            object.__setattr__(q, name, 0.0)
+        return q
+
+    def is_zero(self) -> bool:
+        return self.x == self.y == self.z == self.w == 0.0
+
+    def tolist(self) -> list:
+        """[x, y, z, w]."""
+        return [self.x, self.y, self.z, self.w]
+
+    def get_conjugate(self) -> "Quaternion":
+        """(-x, -y, -z, w): the inverse rotation of a unit quaternion."""
+        return Quaternion.zero() if self.is_zero() else self.inverse()
+
     def inverse(self) -> "Quaternion":
         return Quaternion(-self.x, -self.y, -self.z, self.w)
 
@@ -115,6 +135,8 @@ class Quaternion:
 
 def as_quaternion(value, name: str = "rotation") -> Quaternion:
     if isinstance(value, Quaternion):
+        if value.is_zero():
+            raise ValueError(f"{name} must be a non-zero Quaternion (Quaternion.zero() is not a rotation)")
         return value
     arr = np.asarray(value, dtype=np.float64)
     if arr.shape != (4,):
@@ -154,6 +176,10 @@ class TransformRT:
 
     def transform_point(self, p) -> np.ndarray:
         return self.rotation_matrix @ as_vector3(p, "point") + self.translation_array
+
+    def transform_point_inverse(self, point) -> np.ndarray:
+        """The local point that this transform maps to ``point``: R^T (point - t)."""
+        return self.rotation_matrix.T @ (as_vector3(point, "point") - self.translation_array)
 
     def transform_points(self, points) -> np.ndarray:
         pts = np.asarray(points, dtype=np.float64)

@@ -63,6 +63,7 @@ class ColliderType(enum.Enum):
     MESH = 5  # exact triangle-mesh distance (experimental, slow)
     SDF = 6  # trilinear grid SDF
     POINT_CLOUD = 7  # shells / rods only; not supported for rigid actors
+    COUNT = 8  # the number of types (reference enum), not a collider: rejected at actor creation
 
 
 class ShapeKind(enum.Enum):

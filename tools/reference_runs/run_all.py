@@ -36,6 +36,8 @@ SCRIPTS = {
     "errors": "errors.py",
     "defaults": "defaults.py",
     "contact_plane": "contact_plane.py",
+    "actor_queries": "actor_queries.py",
+    "example_rigid_bodies": "example_rigid_bodies.py",
 }
 
 
