@@ -35,17 +35,22 @@ class EnvSpecRow(NamedTuple):
     dense_reward: bool
 
 
-ENVS = {f"SuperDex/{row.name}{'Dense' if dense else ''}-v0": EnvSpecRow(row.robot, row.task, row.max_episode_steps,
-                                                                         dense)
-        for row in TABLE for dense in (False, True)}
+def env_specs(table=TABLE) -> dict:
+    """id -> `EnvSpecRow` for the rows of ``table``: each row's sparse id and its Dense twin."""
+    return {f"SuperDex/{row.name}{'Dense' if dense else ''}-v0": EnvSpecRow(row.robot, row.task,
+                                                                             row.max_episode_steps, dense)
+            for row in table for dense in (False, True)}
+
+
+ENVS = env_specs()
 ENV_IDS = tuple(ENVS)
 
 
-def register_envs() -> None:
-    """Register the SuperDex environments (idempotent)."""
+def register_envs(envs: dict | None = None) -> None:
+    """Register the SuperDex environments (``envs``: `env_specs` of other rows; default the table's; idempotent)."""
     import gymnasium as gym
 
-    for env_id, spec in ENVS.items():
+    for env_id, spec in (ENVS if envs is None else envs).items():
         if env_id in gym.registry:
             continue
         gym.register(
