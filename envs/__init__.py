@@ -1,35 +1,62 @@
-"""superdex_gym.envs: Gymnasium environments on the superdex_gym.sim engine.
+"""superdex_gym.envs: Gymnasium environments on the superdex_gym.sim engine, robots + tasks.
 
-``import superdex_gym`` registers them (``register_envs``): ``SuperDex/Push-v0``, ``SuperDex/PushDense-v0``,
-``SuperDex/Reach-v0`` and ``SuperDex/ReachDense-v0``, each with a native batched ``vector_entry_point`` for
-``gym.make_vec``.
+``import superdex_gym`` registers them (``register_envs``) from the table below: each row is a task on a robot
+(classes named ``"module:Class"`` in ``envs/robots`` and ``envs/tasks``) with its episode length; each row gives
+an id with the sparse reward and its ``Dense`` twin, both with the native batched ``vector_entry_point`` for
+``gym.make_vec``. A new task is one file in ``envs/tasks`` and one row here (``tasks/reach.py`` is the example);
+the contract tests (``tests/test_env_contract.py``) run over every id in ``ENV_IDS``.
 """
 
 from __future__ import annotations
 
-# id -> (env entry point, vector entry point, dense reward)
-_PUSH = ("superdex_gym.envs.push_env:SuperDexPushEnv", "superdex_gym.envs.push_vector_env:SuperDexPushVectorEnv")
-_REACH = ("superdex_gym.envs.reach:SuperDexReachEnv", "superdex_gym.envs.reach:SuperDexReachVectorEnv")
-ENVS = {
-    "SuperDex/Push-v0": (*_PUSH, False),
-    "SuperDex/PushDense-v0": (*_PUSH, True),
-    "SuperDex/Reach-v0": (*_REACH, False),
-    "SuperDex/ReachDense-v0": (*_REACH, True),
-}
+from typing import NamedTuple
+
+ENTRY_POINT = "superdex_gym.envs.core.env:RobotTaskEnv"
+VECTOR_ENTRY_POINT = "superdex_gym.envs.core.vector_env:RobotTaskVectorEnv"
+
+
+class Row(NamedTuple):
+    name: str  # the id's task name: SuperDex/<name>-v0 and SuperDex/<name>Dense-v0
+    robot: str
+    task: str
+    max_episode_steps: int
+
+
+TABLE = (
+    Row("Push", "floating_gripper:FloatingGripper", "push:PushTask", 50),
+    Row("Reach", "floating_gripper:FloatingGripper", "reach:ReachTask", 50),
+)
+
+
+class EnvSpecRow(NamedTuple):
+    robot: str
+    task: str
+    max_episode_steps: int
+    dense_reward: bool
+
+
+def env_specs(table=TABLE) -> dict:
+    """id -> `EnvSpecRow` for the rows of ``table``: each row's sparse id and its Dense twin."""
+    return {f"SuperDex/{row.name}{'Dense' if dense else ''}-v0": EnvSpecRow(row.robot, row.task,
+                                                                             row.max_episode_steps, dense)
+            for row in table for dense in (False, True)}
+
+
+ENVS = env_specs()
 ENV_IDS = tuple(ENVS)
 
 
-def register_envs() -> None:
-    """Register the SuperDex environments (idempotent)."""
+def register_envs(envs: dict | None = None) -> None:
+    """Register the SuperDex environments (``envs``: `env_specs` of other rows; default the table's; idempotent)."""
     import gymnasium as gym
 
-    for env_id, (entry_point, vector_entry_point, dense) in ENVS.items():
+    for env_id, spec in (ENVS if envs is None else envs).items():
         if env_id in gym.registry:
             continue
         gym.register(
             id=env_id,
-            entry_point=entry_point,
-            vector_entry_point=vector_entry_point,
-            max_episode_steps=50,
-            kwargs={"dense_reward": dense},
+            entry_point=ENTRY_POINT,
+            vector_entry_point=VECTOR_ENTRY_POINT,
+            max_episode_steps=spec.max_episode_steps,
+            kwargs={"robot": spec.robot, "task": spec.task, "dense_reward": spec.dense_reward},
         )

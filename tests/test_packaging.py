@@ -92,5 +92,5 @@ def test_engine_stands_alone():
             "for m in ('gymnasium', 'torch', 'stable_baselines3'): sys.modules[m] = None  # not installed\n"
             "import superdex_gym.sim as s\n"
             "scene = s.create_scene(); scene.step(0.01)\n"
-            "assert 'superdex_gym.envs.push_env' not in sys.modules\n")
+            "assert 'superdex_gym.envs.core.env' not in sys.modules\n")
     subprocess.run([sys.executable, "-c", code], check=True)

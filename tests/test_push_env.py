@@ -1,9 +1,5 @@
-"""SuperDex/Push-v0 and PushDense-v0: Gymnasium and SB3 conventions, determinism, batching, rewards, safety."""
-
-import hashlib
-import subprocess
-import sys
-import warnings
+"""SuperDex/Push-v0 and PushDense-v0: what is particular to Push (the contract every id keeps, checkers, batching,
+HER rewards, replay, state, reset options, NaN actions: test_env_contract.py)."""
 
 import gymnasium as gym
 from gymnasium.vector.utils import batch_space
@@ -11,34 +7,10 @@ import numpy as np
 import pytest
 
 import superdex_gym  # noqa: F401  (registers the environments)
-from superdex_gym.envs.push_vector_env import SuperDexPushVectorEnv
-from superdex_gym.envs.scripted import scripted_policy_for, scripted_push_action
+from superdex_gym.envs.core.config import V_MAX
+from superdex_gym.envs.core.vector_env import RobotTaskVectorEnv
+from superdex_gym.envs.scripted import scripted_push_action
 
-IDS = ["SuperDex/Push-v0", "SuperDex/PushDense-v0"]
-REACH_IDS = ["SuperDex/Reach-v0", "SuperDex/ReachDense-v0"]
-
-
-@pytest.mark.parametrize("env_id", IDS + REACH_IDS)
-def test_gymnasium_check_env_passes_without_warnings(env_id):
-    from gymnasium.utils.env_checker import check_env
-
-    env = gym.make(env_id)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        check_env(env.unwrapped, skip_render_check=True)
-    assert [str(w.message) for w in caught] == []
-    env.close()
-
-
-@pytest.mark.parametrize("env_id", IDS + REACH_IDS)
-def test_sb3_check_env_passes_without_warnings(env_id):
-    from stable_baselines3.common.env_checker import check_env
-
-    env = gym.make(env_id)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        check_env(env.unwrapped, warn=True)
-    assert [str(w.message) for w in caught] == []
 
 
 def test_spaces_and_metadata():
@@ -56,93 +28,12 @@ def test_spaces_and_metadata():
 
 def test_make_vec_is_native_batched_env():
     venv = gym.make_vec("SuperDex/Push-v0", num_envs=4)
-    assert isinstance(venv, SuperDexPushVectorEnv)
+    assert isinstance(venv, RobotTaskVectorEnv)
     assert venv.metadata["autoreset_mode"] == gym.vector.AutoresetMode.NEXT_STEP
     assert venv.worlds.scene.num_worlds == 4  # one engine scene, 4 worlds
     obs, info = venv.reset(seed=3)
     assert obs["observation"].shape == (4, 25) and info["_is_success"].all()
     assert venv.max_episode_steps == 50
-
-
-def _rollout_single(env_id, seed, actions):
-    env = gym.make(env_id)
-    obs, _ = env.reset(seed=seed)
-    out = [obs["observation"].copy()]
-    rewards, terms = [], []
-    for a in actions:
-        obs, r, te, tr, _ = env.step(a)
-        out.append(obs["observation"].copy())
-        rewards.append(r)
-        terms.append(te)
-    return np.array(out), np.array(rewards), np.array(terms)
-
-
-@pytest.mark.parametrize("env_id", [IDS[0], REACH_IDS[0]])
-def test_vector_env_matches_single_envs(env_id):
-    n, steps = 3, 8
-    rng = np.random.default_rng(0)
-    actions = rng.uniform(-1, 1, (steps, n, 4))
-    venv = gym.make_vec(env_id, num_envs=n)
-    obs, _ = venv.reset(seed=10)
-    batched = [obs["observation"].copy()]
-    rewards, terms = [], []
-    for a in actions:
-        obs, r, te, tr, _ = venv.step(a)
-        batched.append(obs["observation"].copy())
-        rewards.append(r)
-        terms.append(te)
-    batched = np.array(batched)
-    for i in range(n):
-        single_obs, single_r, single_t = _rollout_single(env_id, 10 + i, actions[:, i])
-        # the same float64 physics per world to the last bit (see the float64 test below), so the same float32
-        np.testing.assert_array_equal(batched[:, i], single_obs)
-        np.testing.assert_array_equal(np.array(rewards)[:, i], single_r)
-        np.testing.assert_array_equal(np.array(terms)[:, i], single_t)
-
-
-def _trajectory_hash(seed=5, steps=12):
-    env = gym.make("SuperDex/Push-v0")
-    h = hashlib.sha256()
-    rng = np.random.default_rng(seed)
-    for episode in range(2):
-        obs, _ = env.reset(seed=seed + episode)
-        h.update(obs["observation"].tobytes())
-        for _ in range(steps):
-            obs, r, *_ = env.step(rng.uniform(-1, 1, 4))
-            h.update(obs["observation"].tobytes() + np.float32(r).tobytes())
-    return h.hexdigest()
-
-
-def test_bit_identical_replays_across_resets_and_processes():
-    here = _trajectory_hash()
-    assert here == _trajectory_hash()
-    code = ("import sys; sys.path.insert(0, %r); import test_push_env as t; print(t._trajectory_hash())"
-            % str(__import__("pathlib").Path(__file__).parent))
-    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
-    assert other == here
-
-
-@pytest.mark.parametrize("env_id, dense", [(IDS[0], False), (IDS[1], True), (REACH_IDS[0], False),
-                                           (REACH_IDS[1], True)])
-def test_compute_reward_matches_step_rewards_on_relabelled_batches(env_id, dense):
-    env = gym.make(env_id)
-    obs, _ = env.reset(seed=1)
-    achieved, desired, rewards, infos = [], [], [], []
-    for _ in range(10):
-        obs, r, _, _, info = env.step(scripted_policy_for(env_id)(obs))
-        achieved.append(obs["achieved_goal"])
-        desired.append(obs["desired_goal"])
-        rewards.append(r)
-        infos.append(info)
-    achieved, desired = np.array(achieved), np.array(desired)
-    np.testing.assert_array_equal(env.unwrapped.compute_reward(achieved, desired, infos), np.array(rewards, np.float32))
-    # HER relabelling: goals replaced by achieved goals of other steps, batched (B, 3) and (B, K, 3)
-    relabelled = env.unwrapped.compute_reward(achieved, achieved[::-1], infos)
-    expected = [env.unwrapped.compute_reward(a, g, None) for a, g in zip(achieved, achieved[::-1])]
-    np.testing.assert_array_equal(relabelled, np.array(expected))
-    assert env.unwrapped.compute_reward(np.zeros((2, 5, 3)), np.zeros((2, 5, 3)), None).shape == (2, 5)
-    if not dense:
-        assert set(np.unique(relabelled)) <= {-1.0, 0.0}
 
 
 def test_reset_options_and_never_solved_at_reset():
@@ -186,13 +77,10 @@ def test_sampled_episodes_are_never_solved_and_keep_the_cube_off_the_gripper():
     np.testing.assert_allclose(grip, np.tile([0.0, 0.0, 0.02], (512, 1)), atol=1e-6)
     # the keep-out distance is a kwarg of the task config; values that leave no room, or let the cube start on
     # the fingers, are refused
-    from superdex_gym.envs.batched import PushWorldConfig
-    from superdex_gym.envs.push_task import PushConfig
-
     with pytest.raises(ValueError, match="too little"):
-        PushWorldConfig(task=PushConfig(cube_gripper_min_distance_m=0.2)).validate()
+        gym.make("SuperDex/Push-v0", cube_gripper_min_distance=0.2)
     with pytest.raises(ValueError, match="closed fingers"):
-        PushWorldConfig(task=PushConfig(cube_gripper_min_distance_m=0.03)).validate()
+        gym.make("SuperDex/Push-v0", cube_gripper_min_distance=0.03)
 
 
 def test_bad_reset_option_leaves_the_episode_and_the_generator_as_they_were():
@@ -217,30 +105,7 @@ def test_bad_reset_option_leaves_the_episode_and_the_generator_as_they_were():
         assert np.abs(obs["desired_goal"][:, :2]).max() <= 0.15 + 1e-6  # the 0.3 m square
 
 
-def test_get_state_set_state_round_trip():
-    env = gym.make("SuperDex/Push-v0").unwrapped
-    obs, _ = env.reset(seed=4)
-    for _ in range(3):
-        obs, *_ = env.step(np.array([0.5, -0.2, -0.3, 0.0]))
-    state = env.get_state()
-    rng = np.random.default_rng(0)
-    actions = rng.uniform(-1, 1, (6, 4))
-    first = [env.step(a)[0]["observation"].copy() for a in actions]
-    env.set_state(state)
-    second = [env.step(a)[0]["observation"].copy() for a in actions]
-    assert np.array_equal(np.array(first), np.array(second))
-
-
-def test_invalid_actions():
-    env = gym.make("SuperDex/Push-v0")
-    env.reset(seed=0)
-    for bad in ([np.nan, 0, 0, 0], [0, np.inf, 0, 0]):
-        with pytest.raises(ValueError, match="NaN or inf"):
-            env.step(np.array(bad))
-    with pytest.raises(ValueError, match="shape"):
-        env.step(np.zeros(3))
-    env.step(np.zeros(4))  # still usable
-    # out-of-range actions are clipped to [-1, 1]
+def test_out_of_range_actions_are_clipped():
     a = gym.make("SuperDex/Push-v0")
     b = gym.make("SuperDex/Push-v0")
     a.reset(seed=2)
@@ -254,7 +119,7 @@ def test_physics_kwargs_and_bad_kwargs():
     env = gym.make("SuperDex/Push-v0", physics_dt=0.01, substeps=4, cube_size=0.05, cube_mass=0.1, friction=0.8,
                    goal_range=0.2, distance_threshold=0.04)
     obs, _ = env.reset(seed=0)
-    assert env.unwrapped.worlds.cube.get_mass() == pytest.approx(0.1)
+    assert env.unwrapped.worlds.task.cube.get_mass() == pytest.approx(0.1)
     assert env.metadata["render_fps"] == 25
     assert np.abs(obs["desired_goal"][:2]).max() <= 0.1 + 1e-6
     with pytest.raises(ValueError, match="physics_dt"):
@@ -365,7 +230,7 @@ def test_scripted_policy_solves_push():
 def test_sb3_vec_env_adapter():
     from stable_baselines3.common.vec_env import VecEnv
 
-    from superdex_gym.envs.sb3_vec_env import SuperDexSB3VecEnv
+    from superdex_gym.envs.adapters.sb3 import SuperDexSB3VecEnv
 
     venv = SuperDexSB3VecEnv(num_envs=2, seed=0)
     assert isinstance(venv, VecEnv)
@@ -394,7 +259,7 @@ def test_batched_worlds_bit_identical_to_single_envs_in_float64():
     actions = rng.uniform(-1, 1, (steps, n, 4))
 
     def poses(worlds):
-        actors = [worlds.cube, *worlds.gripper.actors]
+        actors = [worlds.task.cube, *worlds.robot.actors]
         s = worlds.scene
         return np.concatenate([s.get_actor_translations(actors).reshape(worlds.num_worlds, -1),
                                s.get_actor_rotations(actors).reshape(worlds.num_worlds, -1)], axis=1)
@@ -425,14 +290,14 @@ def _squeeze(**kwargs) -> tuple[float, float]:
     w = env.worlds
     w.reset_worlds(np.array([0]), [np.random.default_rng(0)], {"object_pose": [0.15, 0.0, 0.02]})
     on_top = np.array([[0.15, 0.0, 0.0405]])  # grip point (between the finger tips) 0.5 mm above the cube
-    w.gripper.place(on_top, np.zeros(1), np.arange(1))
-    w.gripper.set_targets(on_top - [0.0, 0.0, 0.035], np.zeros(1))
+    w.robot.place(on_top, np.zeros(1), np.arange(1))
+    w.robot.set_targets(on_top - [0.0, 0.0, 0.035], np.zeros(1))
     speed = height = 0.0
     for _ in range(10):
         w.scene.step(w.config.physics_dt)
-        lin, _ = w.scene.get_actor_velocities([w.cube])
+        lin, _ = w.scene.get_actor_velocities([w.task.cube])
         speed = max(speed, float(np.linalg.norm(lin)))
-        height = max(height, float(w.scene.get_actor_translations([w.cube])[0, 0, 2]))
+        height = max(height, float(w.scene.get_actor_translations([w.task.cube])[0, 0, 2]))
     return speed, height
 
 
@@ -456,17 +321,15 @@ def test_gripper_force_cap_keeps_a_squeezed_cube_from_being_launched():
 def test_walls_hold_a_cube_thrown_at_them(speed):
     """A cube on the floor thrown at a wall at up to V_MAX (10 m/s, the observation's velocity bound) stays in the
     arena: the walls are thick enough that one step's travel (20 cm) never carries it past their middle."""
-    from superdex_gym.envs.batched import V_MAX
-
     assert speed <= V_MAX
     venv = gym.make_vec("SuperDex/Push-v0", num_envs=1)
     venv.reset(seed=0)
     w = venv.worlds
     w.reset_worlds(np.array([0]), [np.random.default_rng(0)], {"object_pose": [0.7, 0.0, -0.38]})
-    w.scene.set_actor_velocities([w.cube], np.array([[[speed, 0.0, 0.0]]]), np.zeros((1, 1, 3)))
+    w.scene.set_actor_velocities([w.task.cube], np.array([[[speed, 0.0, 0.0]]]), np.zeros((1, 1, 3)))
     low, high = w.observation_bounds()
     for _ in range(40):
         w.scene.step(w.config.physics_dt)
-        x = w.scene.get_actor_translations([w.cube])[0, 0]
+        x = w.scene.get_actor_translations([w.task.cube])[0, 0]
         assert x[0] < 1.0 - 0.01  # the inner face at arena_half = 1 m, minus the cube's half size (2 cm) + band
         assert np.all(x >= low[3:6]) and np.all(x <= high[3:6])

@@ -23,8 +23,8 @@ from superdex_gym.envs.rendering import (
     sphere_mesh,
     transform_mesh,
 )
-from superdex_gym.envs.rendering_raster import clip_triangles_near, resolve_nearest
-from superdex_gym.envs.rendering_shading import face_lighting
+from superdex_gym.envs.rendering.raster import clip_triangles_near, resolve_nearest
+from superdex_gym.envs.rendering.shading import face_lighting
 
 BACKGROUND = (0.12, 0.2, 0.32)  # no channel lands on a .5 rounding tie
 RED = (0.9, 0.1, 0.1)

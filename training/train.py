@@ -233,7 +233,7 @@ def train(config="push", *, output: str | Path = "runs/train", total_timesteps=N
           overrides=(), verbose: int = 1) -> TrainResult:
     """Train from a config (``"push"``, a path, or a dict) and write the run to ``output`` (see the module doc)."""
     from .. import envs as _envs
-    from ..envs.sb3_vec_env import SuperDexSB3VecEnv
+    from ..envs.adapters.sb3 import SuperDexSB3VecEnv
 
     _envs.register_envs()
     cfg = resolve(config, total_timesteps=total_timesteps, seed=seed, num_envs=num_envs, device=device,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .rendering_shading import unit_vector
+from .shading import unit_vector
 
 __all__ = ["Camera"]
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .rendering_raster import resolve_nearest
+from .raster import resolve_nearest
 
 __all__ = ["ShadingParams", "CheckerPattern", "face_lighting", "ShadowMap", "unit_vector", "rgb_array"]
 

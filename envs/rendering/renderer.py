@@ -1,9 +1,9 @@
 """Headless pure-numpy software renderer for the manipulation environments (``rgb_array`` / ``depth_array``).
 
-No OpenGL, no GPU: triangles are z-buffered by the vectorized span rasterizer in `rendering_raster.py`,
-lit flat per face (Lambert sun + hemispheric ambient, `rendering_shading.py`), optionally with shadow-map
+No OpenGL, no GPU: triangles are z-buffered by the vectorized span rasterizer in `raster.py`,
+lit flat per face (Lambert sun + hemispheric ambient, `shading.py`), optionally with shadow-map
 shadows and a procedural checker texture for tables, and translucent meshes (goal markers) are blended
-back to front over the opaque image. Mesh builders live in `rendering_meshes.py` and are re-exported here.
+back to front over the opaque image. Mesh builders live in `meshes.py` and are re-exported here.
 
 Conventions:
 
@@ -28,10 +28,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .rendering_camera import Camera
-from .rendering_meshes import box_mesh, cylinder_mesh, plane_mesh, pose_matrix, sphere_mesh, transform_mesh
-from .rendering_raster import clip_triangles_near, collect_fragments, resolve_nearest
-from .rendering_shading import CheckerPattern, ShadingParams, ShadowMap, face_lighting, rgb_array, unit_vector
+from .camera import Camera
+from .meshes import box_mesh, cylinder_mesh, plane_mesh, pose_matrix, sphere_mesh, transform_mesh
+from .raster import clip_triangles_near, collect_fragments, resolve_nearest
+from .shading import CheckerPattern, ShadingParams, ShadowMap, face_lighting, rgb_array, unit_vector
 
 __all__ = [
     "Camera", "RenderMesh", "Renderer", "CheckerPattern", "ShadingParams", "goal_marker",

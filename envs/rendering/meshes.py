@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..sim.shapes import box_mesh as _unit_box_mesh
-from ..sim.shapes import icosphere_mesh
+from ...sim.shapes import box_mesh as _unit_box_mesh
+from ...sim.shapes import icosphere_mesh
 
 __all__ = ["pose_matrix", "transform_mesh", "box_mesh", "sphere_mesh", "cylinder_mesh", "plane_mesh"]
 

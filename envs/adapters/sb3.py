@@ -11,7 +11,7 @@ import numpy as np
 from gymnasium.envs.registration import load_env_creator
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
-from .goal_env import GripperGoalVectorEnv
+from ..core.vector_env import RobotTaskVectorEnv
 
 
 class SuperDexSB3VecEnv(VecEnv):
@@ -23,8 +23,8 @@ class SuperDexSB3VecEnv(VecEnv):
         if spec.vector_entry_point is None:
             raise ValueError(f"{env_id} has no native vector env (vector_entry_point)")
         self.venv = load_env_creator(spec.vector_entry_point)(num_envs=num_envs, **{**spec.kwargs, **kwargs})
-        if not isinstance(self.venv, GripperGoalVectorEnv):
-            raise TypeError(f"{env_id}'s vector env is not a SuperDex gripper task ({type(self.venv).__name__})")
+        if not isinstance(self.venv, RobotTaskVectorEnv):
+            raise TypeError(f"{env_id}'s vector env is not a SuperDex robot + task ({type(self.venv).__name__})")
         super().__init__(num_envs, self.venv.single_observation_space, self.venv.single_action_space)
         self._seed = seed
         self._actions = None
@@ -45,17 +45,15 @@ class SuperDexSB3VecEnv(VecEnv):
         done = terminated | truncated
         out_infos = []
         for i in range(self.num_envs):
-            info = {"is_success": bool(infos["is_success"][i]), "distance": float(infos["distance"][i])}
+            info = {k: (bool(v[i]) if k == "is_success" else float(v[i])) for k, v in infos.items()
+                    if not k.startswith("_")}
             if done[i]:
                 info["terminal_observation"] = {k: val[i].copy() for k, val in obs.items()}
                 info["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
             out_infos.append(info)
         if np.any(done):
             # SB3 resets in the same step: start the new episodes now and hand out their first observations.
-            worlds = np.nonzero(done)[0]
-            v.worlds.reset_worlds(worlds, [v._rngs[i] for i in worlds])
-            v._elapsed[worlds] = 0
-            v._autoreset[worlds] = False
+            v.reset_worlds(np.nonzero(done)[0])
             obs = v.worlds.observations()
         return obs, rewards, done, out_infos
 

@@ -1,4 +1,4 @@
-"""Scripted policies (they prove the tasks and the physics). Push: the gripper can push the cube where it must go.
+"""The scripted Push policy (it proves the task and the physics): the gripper can push the cube where it must go.
 
 Stateless and batched: from each observation it picks one of four moves.
 
@@ -9,22 +9,20 @@ Stateless and batched: from each observation it picks one of four moves.
 4. lift: low but not behind the cube -> rise to safe height first (never drag across the cube).
 
     from superdex_gym.envs.scripted import scripted_push_action
-    action = scripted_push_action(obs)   # obs: the env's observation dict, single (25,) or batched (W, 25)
+    action = scripted_push_action(obs)   # obs: the env's observation dict, single or batched (leading W)
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-MAX_STEP_M = 0.05  # the env's grip displacement at |action| = 1
+from .reach import MAX_STEP_M, grip_and_goal
 
 
 def scripted_push_action(obs: dict, cube_half_m: float = 0.02, finger_half_m: float = 0.01,
                          clearance_m: float = 0.012, push_step_m: float = 0.012) -> np.ndarray:
-    single = np.ndim(obs["observation"]) == 1
-    o = np.atleast_2d(obs["observation"]).astype(np.float64)
-    goal = np.atleast_2d(obs["desired_goal"]).astype(np.float64)
-    grip, cube = o[:, 0:3], o[:, 3:6]
+    single, grip, goal = grip_and_goal(obs)
+    cube = np.atleast_2d(obs["achieved_goal"]).astype(np.float64)
     to_goal = goal[:, :2] - cube[:, :2]
     dist = np.linalg.norm(to_goal, axis=1)
     d = to_goal / np.maximum(dist, 1e-9)[:, None]
@@ -57,27 +55,7 @@ def scripted_push_action(obs: dict, cube_half_m: float = 0.02, finger_half_m: fl
     high_enough = grip[:, 2] > safe_z - 0.01
     target[travel & high_enough, :2] = approach[travel & high_enough]
     target[travel, 2] = safe_z[travel]
-    action = np.zeros((o.shape[0], 4))
+    action = np.zeros((grip.shape[0], 4))
     action[:, :3] = np.clip((target - grip) / MAX_STEP_M, -1.0, 1.0)
     action[:, 3] = -1.0
     return action[0] if single else action
-
-
-def scripted_reach_action(obs: dict) -> np.ndarray:
-    """Reach: move the grip point straight at the goal (full speed until within one step of it)."""
-    single = np.ndim(obs["observation"]) == 1
-    grip = np.atleast_2d(obs["observation"]).astype(np.float64)[:, 0:3]
-    goal = np.atleast_2d(obs["desired_goal"]).astype(np.float64)
-    action = np.zeros((grip.shape[0], 4))
-    action[:, :3] = np.clip((goal - grip) / MAX_STEP_M, -1.0, 1.0)
-    action[:, 3] = -1.0
-    return action[0] if single else action
-
-
-def scripted_policy_for(env_id: str):
-    """The scripted policy of a registered SuperDex id (dense variants share their task's)."""
-    task = env_id.split("/")[-1].split("-")[0].removesuffix("Dense")
-    policies = {"Push": scripted_push_action, "Reach": scripted_reach_action}
-    if task not in policies:
-        raise ValueError(f"no scripted policy for {env_id!r}; there are: {sorted(policies)}")
-    return policies[task]

@@ -1,0 +1,90 @@
+"""Settings every robot + task shares (physics step, substeps, Newton solver) and the ``gym.make`` kwargs parsing
+that hands each part (worlds, robot, task) its own kwargs.
+
+Why the solver defaults are what they are (measurements): ``docs/envs_notes.md``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+
+import numpy as np
+
+import superdex_gym.sim as mochi
+
+V_MAX = 10.0  # m/s, bound of every linear velocity in an observation (clipped to it; see docs/envs_notes.md)
+
+
+@dataclass(frozen=True)
+class WorldConfig:
+    """Physics, control rate and solver settings of the worlds' scene."""
+
+    physics_dt: float = 0.02  # s; one 40 ms step is slower and fails more (docs/envs_notes.md)
+    substeps: int = 2  # physics steps per control step -> 25 Hz
+    integration_method: mochi.IntegrationMethod = mochi.IntegrationMethod.BACKWARD_EULER
+    solver_abs_tol: float = 1e-2  # 1% of the cube's weight [N] (docs/envs_notes.md)
+    solver_max_iter: int = 8
+    # Newton starts from the constant-velocity prediction, the gripper on its drive targets (docs/envs_notes.md)
+    solver_initial_guess: mochi.InitialGuess = mochi.InitialGuess.CONSTANT_VELOCITY_AND_TARGETS
+    solver_line_search_max_iter: int = 2  # engine default 4 (docs/envs_notes.md)
+
+    @property
+    def control_dt(self) -> float:
+        return self.physics_dt * self.substeps
+
+    def validate(self) -> "WorldConfig":
+        if not (np.isfinite(self.physics_dt) and self.physics_dt > 0):
+            raise ValueError(f"physics_dt must be finite and > 0, got {self.physics_dt!r}")
+        if isinstance(self.substeps, bool) or not isinstance(self.substeps, (int, np.integer)) or self.substeps < 1:
+            raise ValueError(f"substeps must be an integer >= 1, got {self.substeps!r}")
+        if not isinstance(self.solver_initial_guess, mochi.InitialGuess):
+            raise TypeError(f"solver_initial_guess must be an InitialGuess, got {self.solver_initial_guess!r}")
+        return self
+
+    def apply(self, scene) -> None:
+        """Gravity (Z up) and the Newton settings on ``scene`` (``set_solver_params`` validates them)."""
+        scene.set_gravity([0.0, 0.0, -9.8])
+        sp = scene.get_solver_params()
+        sp.integration_method = self.integration_method
+        sp.non_linear_solver.abs_tol = float(self.solver_abs_tol)
+        sp.non_linear_solver.max_iter = int(self.solver_max_iter)
+        sp.non_linear_solver.initial_guess = self.solver_initial_guess
+        sp.non_linear_solver.line_search_max_iter = self.solver_line_search_max_iter
+        scene.set_solver_params(sp)
+
+
+def world_config(physics_dt=0.02, substeps=2, solver_abs_tol=1e-2, solver_max_iter=8,
+                 solver_initial_guess="CONSTANT_VELOCITY_AND_TARGETS", solver_line_search_max_iter=2) -> WorldConfig:
+    """The physics and solver ``gym.make`` kwargs as a validated `WorldConfig`.
+
+    ``solver_initial_guess``: an ``InitialGuess`` or its name; ``"LATEST_SOLUTION"`` is the reference's.
+    ``solver_line_search_max_iter``: line-search tries per Newton iteration (the engine's default is 4)."""
+    if isinstance(solver_initial_guess, str):
+        try:
+            solver_initial_guess = mochi.InitialGuess[solver_initial_guess.upper()]
+        except KeyError:
+            names = [g.name for g in mochi.InitialGuess]
+            raise ValueError(f"solver_initial_guess must be one of {names}, got {solver_initial_guess!r}") from None
+    return WorldConfig(physics_dt=float(physics_dt), substeps=substeps, solver_abs_tol=solver_abs_tol,
+                       solver_max_iter=solver_max_iter, solver_initial_guess=solver_initial_guess,
+                       solver_line_search_max_iter=solver_line_search_max_iter).validate()
+
+
+def split_kwargs(kwargs: dict, *factories) -> list[dict]:
+    """``kwargs`` dealt to ``factories`` by their parameter names (the first that names one takes it); a kwarg no
+    factory names raises TypeError, as an unknown ``gym.make`` kwarg does."""
+    out, rest = [], dict(kwargs)
+    for factory in factories:
+        names = set(inspect.signature(factory).parameters)
+        out.append({k: rest.pop(k) for k in list(rest) if k in names})
+    if rest:
+        raise TypeError(f"unexpected keyword argument(s) {sorted(rest)}")
+    return out
+
+
+def finite_array(value, shape, name) -> np.ndarray:
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.shape != shape or not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be {shape} finite numbers, got {value!r}")
+    return arr

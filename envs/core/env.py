@@ -1,0 +1,153 @@
+"""`RobotTaskEnv`: the single Gymnasium environment of a registered robot + task (one world of `RobotTaskWorlds`).
+
+``robot`` and ``task`` name their classes as ``"module:Class"`` inside ``envs/robots`` and ``envs/tasks`` (the
+registration table passes them); every other ``gym.make`` kwarg goes to the part that names it: the worlds'
+physics and solver settings (`world_config`), the robot's ``make_config`` or the task's ``make_config``.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from ..rendering.scene_view import HumanWindow, SceneView, default_camera
+from .config import split_kwargs, world_config
+from .worlds import RobotTaskWorlds
+
+RENDER_MODES = ["human", "rgb_array", "depth_array"]
+DEFAULT_ROBOT = "floating_gripper:FloatingGripper"
+
+
+def load_part(package: str, name: str):
+    """The class ``"module:Class"`` of ``superdex_gym.envs.<package>``."""
+    module, _, attr = str(name).partition(":")
+    try:
+        return getattr(importlib.import_module(f"superdex_gym.envs.{package}.{module}"), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"no {package[:-1]} {name!r} in superdex_gym.envs.{package} ('module:Class')") from exc
+
+
+def make_worlds(num_worlds: int, robot: str, task: str, kwargs: dict) -> RobotTaskWorlds:
+    """Worlds of ``robot`` + ``task`` with the ``gym.make`` kwargs dealt to their parts."""
+    robot_cls, task_cls = load_part("robots", robot), load_part("tasks", task)
+    world_kw, robot_kw, task_kw = split_kwargs(kwargs, world_config, robot_cls.make_config, task_cls.make_config)
+    config = world_config(**world_kw)
+    task_config = task_cls.make_config(**task_kw)
+    the_robot = robot_cls(robot_cls.make_config(**robot_kw))
+    return RobotTaskWorlds(num_worlds, config, the_robot, task_cls(task_config, the_robot))
+
+
+def goal_spaces(worlds) -> spaces.Dict:
+    """``Dict(observation, achieved_goal, desired_goal)`` with the worlds' real bounds (float32)."""
+    obs_low, obs_high = worlds.observation_bounds()
+    goal_low, goal_high = worlds.goal_bounds()
+    goal = spaces.Box(goal_low, goal_high, shape=goal_low.shape, dtype=np.float32)
+    return spaces.Dict({
+        "observation": spaces.Box(obs_low, obs_high, shape=obs_low.shape, dtype=np.float32),
+        "achieved_goal": goal,
+        "desired_goal": goal,
+    })
+
+
+def rewards_and_infos(task, obs: dict, dense: bool) -> tuple[np.ndarray, dict]:
+    """Rewards (float32, the sum of the terms) and infos: ``is_success``, ``distance`` (the farthest object's) and
+    each term as ``reward_<term>``, arrays over the leading axes of ``obs``."""
+    achieved, desired = obs["achieved_goal"], obs["desired_goal"]
+    terms = task.reward_terms(achieved, desired, dense)
+    infos = {"is_success": task.is_success(achieved, desired),
+             "distance": task.distance(achieved, desired).astype(np.float64)}
+    infos.update({f"reward_{name}": np.asarray(value, dtype=np.float64) for name, value in terms.items()})
+    return np.sum(list(terms.values()), axis=0).astype(np.float32), infos
+
+
+class RobotTaskEnv(gym.Env):
+    metadata = {"render_modes": RENDER_MODES, "render_fps": 25}
+
+    def __init__(self, render_mode=None, dense_reward: bool = False, terminate_on_success: bool = False,
+                 render_width: int = 480, render_height: int = 480, camera_distance: float = 0.9,
+                 camera_azimuth: float = -135.0, camera_elevation: float = 40.0, *, task: str,
+                 robot: str = DEFAULT_ROBOT, **kwargs):
+        if render_mode is not None and render_mode not in RENDER_MODES:
+            raise ValueError(f"render_mode must be one of {RENDER_MODES} or None, got {render_mode!r}")
+        self.worlds = make_worlds(1, robot, task, kwargs)
+        self.dense_reward = bool(dense_reward)
+        self.terminate_on_success = bool(terminate_on_success)
+        self.render_mode = render_mode
+        self.metadata = {**self.metadata, "render_fps": int(round(1.0 / self.worlds.config.control_dt))}
+        self.observation_space = goal_spaces(self.worlds)
+        self.action_space = spaces.Box(-1.0, 1.0, shape=(self.worlds.robot.action_dim,), dtype=np.float32)
+        self._camera = default_camera(render_width, render_height, camera_distance, camera_azimuth, camera_elevation)
+        self._view = None
+        self._window = None
+        self._has_reset = False
+
+    # --- Gymnasium API ------------------------------------------------------------------------------------------
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.worlds.reset_worlds(np.array([0]), [self.np_random], options)
+        self._has_reset = True
+        obs = self._obs()
+        if self.render_mode == "human":
+            self.render()
+        return obs, self._reward_and_info(obs)[1]
+
+    def step(self, action):
+        if not self._has_reset:
+            raise RuntimeError("call reset() before step()")
+        action = np.asarray(action, dtype=np.float64)
+        if action.shape != self.action_space.shape:
+            raise ValueError(f"action must have shape {self.action_space.shape}, got {action.shape}")
+        self.worlds.apply_actions(action[None])
+        obs = self._obs()
+        reward, info = self._reward_and_info(obs)
+        terminated = bool(self.terminate_on_success and info["is_success"])
+        if self.render_mode == "human":
+            self.render()
+        return obs, reward, terminated, False, info
+
+    def compute_reward(self, achieved_goal, desired_goal, info=None):
+        """Vectorized over leading axes: (..., goal) goals -> (...) float32 rewards (HER relabelling)."""
+        return self.worlds.task.compute_reward(achieved_goal, desired_goal, self.dense_reward)
+
+    def render(self):
+        if self.render_mode is None:
+            gym.logger.warn("render() called without a render_mode; pass render_mode='rgb_array' to gym.make")
+            return None
+        if self._view is None:
+            self._view = SceneView(self.worlds, camera=self._camera)
+        if self.render_mode == "depth_array":
+            return self._view.depth(0)
+        rgb = self._view.rgb(0)
+        if self.render_mode == "human":
+            if self._window is None:
+                self._window = HumanWindow(self._camera.width, self._camera.height, self.metadata["render_fps"])
+            self._window.show(rgb)
+            return None
+        return rgb
+
+    def close(self):
+        if self._window is not None:
+            self._window.close()
+            self._window = None
+
+    # --- state -----------------------------------------------------------------------------------------------
+    def get_state(self) -> dict:
+        """Everything that determines the future (physics, goal, commanded targets, RNG state)."""
+        return {"worlds": self.worlds.get_state(), "np_random": self.np_random.bit_generator.state}
+
+    def set_state(self, state: dict) -> None:
+        self.worlds.set_state(state["worlds"])
+        self.np_random.bit_generator.state = state["np_random"]
+        self._has_reset = True
+
+    # --- helpers -------------------------------------------------------------------------------------------------
+    def _obs(self) -> dict:
+        return {k: v[0] for k, v in self.worlds.observations().items()}
+
+    def _reward_and_info(self, obs) -> tuple[float, dict]:
+        reward, info = rewards_and_infos(self.worlds.task, obs, self.dense_reward)
+        info = {k: (bool(v) if k == "is_success" else float(v)) for k, v in info.items()}
+        return float(reward), info

@@ -1,0 +1,108 @@
+"""The Task interface (panda-gym's ``Task``): what differs between tasks on one robot and one shared scene.
+
+A task is built from its config and the robot (it may check the robot's geometry) and then:
+
+* ``build(scene)``: creates the scene contents beyond the robot (table, objects, walls), before the robot;
+* ``robot_home()``: where the robot's grip point starts every episode;
+* ``sample_episode(rng)``: a goal and the objects' start positions from one world's generator; ``reset_options``
+  names the ``reset(options=...)`` keys it takes (``"goal"`` is checked by the worlds against the goal bounds;
+  the others by ``parse_options``, before anything changes);
+* ``observation_layout``: the observation as named parts, the robot's and the task's (``observation`` computes
+  the task's from the scene, ``observation_bounds`` gives real bounds for them); ``achieved_goal_parts`` the
+  parts whose concatenation is the achieved goal (so the goal bounds are theirs);
+* goals of any shape: ``objects`` goal blocks of 3 (positions), success per object (each within
+  ``distance_threshold_m`` of its goal), ``reward_terms`` whose sum is the reward (vectorized over leading axes);
+* ``goal_markers(goal)`` for pictures, ``colors`` (actor name -> RGB) for the actors it creates.
+
+Episode length is the registration table's (``envs/__init__.py``): ``gym.register`` needs it without importing
+the engine.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class Task:
+    name = "task"
+    objects = 1  # goal blocks of 3: one position per object
+    reset_options = ("goal",)
+    observation_layout: tuple = ()
+    achieved_goal_parts: tuple = ()
+    colors: dict = {}
+
+    def __init__(self, config, robot):
+        self.config = config.validate()
+        self.robot = robot
+
+    @property
+    def goal_shape(self) -> tuple:
+        return (3 * self.objects,)
+
+    # --- scene and episodes (each task defines them) ---------------------------------------------------------------
+    def build(self, scene) -> None:
+        raise NotImplementedError
+
+    def robot_home(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def sample_episode(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """(goal ``goal_shape``, object positions (objects, 3)); objects start upright (identity rotation)."""
+        raise NotImplementedError
+
+    def parse_options(self, options: dict) -> dict:
+        """Task-specific reset options, validated (ValueError names the option); ``"goal"`` is already checked."""
+        return options
+
+    def apply_options(self, options: dict, goal: np.ndarray, positions: np.ndarray, quats: np.ndarray) -> None:
+        """Write parsed options over one sampled episode (arrays of one world, edited in place)."""
+        if "goal" in options:
+            goal[:] = options["goal"]
+
+    def place_objects(self, scene, positions: np.ndarray, quats: np.ndarray, worlds: np.ndarray) -> None:
+        """Object poses (K, objects, 3) / (K, objects, 4) in ``worlds``; a task without objects has none to place."""
+
+    # --- observation -------------------------------------------------------------------------------------------------
+    def observation(self, scene, robot: dict) -> dict:
+        """The task's observation parts (W, n) from the scene, given the robot's parts ``robot``."""
+        return {}
+
+    def observation_bounds(self, robot: dict) -> dict:
+        """Real bounds (low, high) of the task's observation parts, given the robot's."""
+        return {}
+
+    # --- goals, success, reward (vectorized over leading batch axes) ----------------------------------------------------
+    def distances(self, achieved_goal, desired_goal) -> np.ndarray:
+        """Distance [m] of each object to its goal: (..., objects)."""
+        a, d = np.asarray(achieved_goal), np.asarray(desired_goal)
+        return np.linalg.norm((a - d).reshape(*a.shape[:-1], self.objects, 3), axis=-1)
+
+    def distance(self, achieved_goal, desired_goal) -> np.ndarray:
+        """The farthest object's distance [m] (...): the one success waits for."""
+        return self.distances(achieved_goal, desired_goal).max(axis=-1)
+
+    def is_success(self, achieved_goal, desired_goal) -> np.ndarray:
+        """Every object within ``distance_threshold_m`` of its goal (not one norm over the stacked goal)."""
+        return np.all(self.distances(achieved_goal, desired_goal) < self.config.distance_threshold_m, axis=-1)
+
+    def reward_terms(self, achieved_goal, desired_goal, dense: bool) -> dict:
+        """Named reward terms (...) whose sum is the reward. Sparse: ``success`` -1 until every object is within the
+        success radius, then 0; dense: ``distance`` -(sum of the objects' distances) [m]."""
+        if dense:
+            return {"distance": -self.distances(achieved_goal, desired_goal).sum(axis=-1)}
+        return {"success": -(~self.is_success(achieved_goal, desired_goal)).astype(np.float64)}
+
+    def compute_reward(self, achieved_goal, desired_goal, dense: bool) -> np.ndarray:
+        terms = list(self.reward_terms(achieved_goal, desired_goal, dense).values())
+        return np.sum(terms, axis=0).astype(np.float32)
+
+    def goal_markers(self, goal: np.ndarray) -> list:
+        """(position (3,), radius [m]) of each goal's marker sphere in pictures."""
+        return [(g, self.marker_radius_m) for g in np.asarray(goal).reshape(self.objects, 3)]
+
+
+def check_goals_reachable(config) -> None:
+    """Sampled goals must be able to lie outside the success radius: goal_range_m >= 2 x distance_threshold_m."""
+    if config.goal_range_m < 2 * config.distance_threshold_m:
+        raise ValueError("goal_range_m must be at least twice distance_threshold_m (goals must be reachable "
+                         "outside the success radius)")

@@ -1,0 +1,130 @@
+"""`RobotTaskVectorEnv`: the native batched vector environment of a registered robot + task (every world in one
+engine scene, one engine call per physics substep), ``gym.make_vec``'s ``vector_entry_point``.
+
+Vector contract (Gymnasium 1.x ``VectorEnv``): ``metadata["autoreset_mode"] = AutoresetMode.NEXT_STEP``: the step
+after an episode ends (terminated or truncated at ``max_episode_steps``) resets that world: it returns the new
+episode's first observation with reward 0 and terminated = truncated = False, and ignores that world's action.
+Infos are dicts of arrays with ``_key`` masks. Seeding: ``reset(seed=s)`` seeds world i with ``s + i`` (a list
+seeds each world), exactly as ``SyncVectorEnv`` does, so world i replays a single env reset with that seed.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.utils import seeding
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from ..rendering.scene_view import SceneView, default_camera
+from .env import DEFAULT_ROBOT, goal_spaces, make_worlds, rewards_and_infos
+
+
+class RobotTaskVectorEnv(VectorEnv):
+    metadata = {"render_modes": ["rgb_array", "depth_array"], "render_fps": 25, "autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    def __init__(self, num_envs: int = 1, render_mode=None, dense_reward: bool = False,
+                 terminate_on_success: bool = False, max_episode_steps: int = 50, render_width: int = 480,
+                 render_height: int = 480, *, task: str, robot: str = DEFAULT_ROBOT, **kwargs):
+        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+            raise ValueError(f"num_envs must be an integer >= 1, got {num_envs!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
+        if max_episode_steps is None or int(max_episode_steps) < 1:
+            raise ValueError(f"max_episode_steps must be >= 1, got {max_episode_steps!r}")
+        self.num_envs = int(num_envs)
+        self.worlds = make_worlds(self.num_envs, robot, task, kwargs)
+        self.dense_reward = bool(dense_reward)
+        self.terminate_on_success = bool(terminate_on_success)
+        self.max_episode_steps = int(max_episode_steps)
+        self.render_mode = render_mode
+        self.metadata = {**self.metadata, "render_fps": int(round(1.0 / self.worlds.config.control_dt))}
+        self.single_observation_space = goal_spaces(self.worlds)
+        self.single_action_space = gym.spaces.Box(-1.0, 1.0, shape=(self.worlds.robot.action_dim,), dtype=np.float32)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self._rngs = [seeding.np_random(None)[0] for _ in range(self.num_envs)]
+        self._elapsed = np.zeros(self.num_envs, dtype=np.int64)
+        self._autoreset = np.zeros(self.num_envs, dtype=bool)
+        self._view = None
+        self._camera = default_camera(render_width, render_height)
+        self._has_reset = False
+
+    # --- seeding -----------------------------------------------------------------------------------------------
+    def _seed_worlds(self, seed, worlds):
+        if seed is None:
+            seeds = [None] * len(worlds)
+        elif isinstance(seed, (int, np.integer)):
+            seeds = [int(seed) + int(i) for i in worlds]
+        else:
+            seeds = list(seed)
+            if len(seeds) != self.num_envs:
+                raise ValueError(f"a seed list must have num_envs = {self.num_envs} entries, got {len(seeds)}")
+            seeds = [seeds[int(i)] for i in worlds]
+        for i, s in zip(worlds, seeds):
+            self._rngs[int(i)] = seeding.np_random(s)[0]
+
+    # --- VectorEnv API ---------------------------------------------------------------------------------------
+    def reset(self, *, seed=None, options=None):
+        options = dict(options or {})
+        mask = options.pop("reset_mask", None)
+        worlds = np.arange(self.num_envs) if mask is None else np.nonzero(np.asarray(mask, dtype=bool))[0]
+        if options:
+            raise ValueError(f"unknown vector reset options {sorted(options)}; supported: 'reset_mask'")
+        self._seed_worlds(seed, worlds)
+        self.reset_worlds(worlds)
+        self._has_reset = True
+        obs = self.worlds.observations()
+        return obs, self._infos(obs)[1]
+
+    def reset_worlds(self, worlds: np.ndarray) -> None:
+        """New episodes in ``worlds`` from their own generators, their step counters back to 0 (the SB3 adapter
+        resets finished worlds in the same step through this)."""
+        self.worlds.reset_worlds(worlds, [self._rngs[i] for i in worlds])
+        self._elapsed[worlds] = 0
+        self._autoreset[worlds] = False
+
+    def step(self, actions):
+        if not self._has_reset:
+            raise RuntimeError("call reset() before step()")
+        actions = np.asarray(actions, dtype=np.float64)
+        if actions.shape != self.action_space.shape:
+            raise ValueError(f"actions must have shape {self.action_space.shape}, got {actions.shape}")
+        if not np.all(np.isfinite(actions)):
+            raise ValueError("actions contain NaN or inf; nothing was stepped")
+        resetting = np.nonzero(self._autoreset)[0]
+        self.worlds.apply_actions(np.where(self._autoreset[:, None], 0.0, actions))
+        if resetting.size:
+            self.worlds.reset_worlds(resetting, [self._rngs[i] for i in resetting])
+        obs = self.worlds.observations()
+        rewards, infos = self._infos(obs)
+        self._elapsed += 1
+        self._elapsed[resetting] = 0
+        terminated = self.terminate_on_success & infos["is_success"]
+        truncated = self._elapsed >= self.max_episode_steps
+        rewards[resetting] = 0.0
+        terminated[resetting] = False
+        truncated[resetting] = False
+        for key in infos:
+            if key.startswith("reward_"):
+                infos[key][resetting] = 0.0  # the autoreset step's reward is 0, and so are its terms
+        self._autoreset = terminated | truncated
+        return obs, rewards, terminated, truncated, infos
+
+    def compute_reward(self, achieved_goal, desired_goal, info=None):
+        return self.worlds.task.compute_reward(achieved_goal, desired_goal, self.dense_reward)
+
+    def render(self):
+        if self.render_mode is None:
+            gym.logger.warn("render() called without a render_mode")
+            return None
+        if self._view is None:
+            self._view = SceneView(self.worlds, camera=self._camera)
+        frames = [self._view.depth(i) if self.render_mode == "depth_array" else self._view.rgb(i)
+                  for i in range(self.num_envs)]
+        return tuple(frames)
+
+    def _infos(self, obs) -> tuple[np.ndarray, dict]:
+        rewards, infos = rewards_and_infos(self.worlds.task, obs, self.dense_reward)
+        ok = np.ones(self.num_envs, dtype=bool)
+        return rewards, {**infos, **{f"_{k}": ok for k in infos}}

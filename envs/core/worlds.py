@@ -1,0 +1,135 @@
+"""`RobotTaskWorlds`: W worlds of one robot + task in one engine scene, advanced by one engine call per substep.
+
+This is the core of the single environment (W = 1), the native vector environment and the SB3 VecEnv: every
+per-world operation (reset, action, observation, reward) is written once, vectorized over worlds, so a batch of N
+worlds behaves exactly like N single environments with the same seeds and actions. It owns the scene and its
+solver settings, the template every reset starts from, the substep loop, the goals and the state; the robot
+(``robots/``) and the task (``tasks/``) say what is in the scene and how it is observed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import superdex_gym.sim as mochi
+
+from .config import WorldConfig, finite_array
+
+
+class RobotTaskWorlds:
+    def __init__(self, num_worlds: int, config: WorldConfig, robot, task):
+        self.config = config.validate()
+        self.num_worlds = int(num_worlds)
+        self.robot, self.task = robot, task
+        home = np.asarray(task.robot_home(), dtype=np.float64)
+        robot.check_home(home)
+        scene = mochi.create_scene(f"SuperDex {task.name}")
+        config.apply(scene)
+        self.scene = scene
+        task.build(scene)  # the task's actors first: their order in the scene is part of the seeded trajectories
+        robot.build(scene)
+        # One world at rest at home: the template every reset starts from.
+        robot.place(home[None], np.zeros(1), np.arange(1))
+        self._template = scene.snapshot()
+        scene.set_num_worlds(self.num_worlds)
+        robot.start_commands(self.num_worlds, home)
+        self.goal = np.zeros((self.num_worlds, *task.goal_shape))
+        robot_bounds = robot.observation_bounds()
+        self._bounds = {**robot_bounds, **task.observation_bounds(robot_bounds)}
+        missing = set(task.observation_layout) - set(self._bounds)
+        if missing:
+            raise ValueError(f"task {task.name!r} lays out observation parts nobody provides: {sorted(missing)}")
+
+    # --- reset ---------------------------------------------------------------------------------------------------
+    def reset_worlds(self, worlds: np.ndarray, rngs: list, options: dict | None = None) -> None:
+        """Fresh episodes in ``worlds`` (K,), each sampled from its own generator ``rngs[k]``.
+
+        ``options`` (single-world resets; the task's ``reset_options``) override the sampled values. Every option
+        is checked before anything changes (a bad one raises ValueError and leaves the world and its generator as
+        they were); the episode is always sampled, so an option leaves the generator's stream as it is."""
+        worlds = np.asarray(worlds, dtype=np.int64)
+        if worlds.size == 0:
+            return
+        options = self._checked_options(worlds, options)
+        n = self.task.objects
+        positions, quats = np.zeros((worlds.size, n, 3)), np.tile([0.0, 0.0, 0.0, 1.0], (worlds.size, n, 1))
+        for k, rng in enumerate(rngs):
+            self.goal[worlds[k]], positions[k] = self.task.sample_episode(rng)
+        if options:
+            self.task.apply_options(options, self.goal[worlds[0]], positions[0], quats[0])
+        self.scene.restore_snapshot(self._template, worlds=worlds)
+        self.robot.reset_commands(worlds)
+        self.task.place_objects(self.scene, positions, quats, worlds)
+
+    def _checked_options(self, worlds: np.ndarray, options: dict | None) -> dict:
+        options = dict(options or {})
+        supported = self.task.reset_options
+        unknown = set(options) - set(supported)
+        if unknown:
+            raise ValueError(f"unknown reset options {sorted(unknown)}; supported: {', '.join(map(repr, supported))}")
+        if options and worlds.size != 1:
+            raise ValueError("reset options apply to one world at a time")
+        if "goal" in options:
+            goal = finite_array(options["goal"], self.task.goal_shape, "options['goal']")
+            low, high = self.goal_bounds_float32()
+            if np.any(goal < low) or np.any(goal > high):
+                raise ValueError(f"options['goal'] {goal.tolist()} lies outside the desired_goal bounds "
+                                 f"{low.tolist()} .. {high.tolist()}")
+            options["goal"] = goal
+        return self.task.parse_options(options)
+
+    # --- actions -------------------------------------------------------------------------------------------------
+    def apply_actions(self, actions: np.ndarray) -> None:
+        """Validate and apply (W, action_dim) actions, then advance every world by one control step."""
+        actions = np.asarray(actions, dtype=np.float64)
+        if actions.shape != (self.num_worlds, self.robot.action_dim):
+            raise ValueError(f"actions must have shape ({self.num_worlds}, {self.robot.action_dim}), "
+                             f"got {actions.shape}")
+        if not np.all(np.isfinite(actions)):
+            bad = np.argwhere(~np.isfinite(actions))[0]
+            raise ValueError(f"action contains NaN or inf (world {bad[0]}, component {bad[1]}); nothing was stepped")
+        self.robot.begin_action(actions)
+        n = self.config.substeps
+        for j in range(1, n + 1):
+            self.robot.drive(j / n)
+            self.scene.step(self.config.physics_dt)
+        self.robot.end_action()
+
+    # --- observations --------------------------------------------------------------------------------------------
+    def observations(self) -> dict:
+        """Goal-conditioned observation dict of float32 arrays with a leading world axis."""
+        parts = self.robot.observation()
+        parts.update(self.task.observation(self.scene, parts))
+        obs = np.concatenate([parts[k] for k in self.task.observation_layout], axis=1)
+        achieved = np.concatenate([parts[k] for k in self.task.achieved_goal_parts], axis=1)
+        return {
+            "observation": obs.astype(np.float32),
+            "achieved_goal": achieved.astype(np.float32),
+            "desired_goal": self.goal.astype(np.float32),
+        }
+
+    def observation_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Real bounds of the ``observation`` vector (float32): its parts' bounds in the task's layout."""
+        return self._concatenated_bounds(self.task.observation_layout)
+
+    def goal_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Real bounds of the achieved and desired goals (float32): those of the achieved goal's parts."""
+        return self._concatenated_bounds(self.task.achieved_goal_parts)
+
+    def goal_bounds_float32(self) -> tuple[np.ndarray, np.ndarray]:
+        """``goal_bounds`` as the observation space holds them, in float64."""
+        return tuple(b.astype(np.float64) for b in self.goal_bounds())
+
+    def _concatenated_bounds(self, names) -> tuple[np.ndarray, np.ndarray]:
+        low = np.concatenate([self._bounds[k][0] for k in names])
+        high = np.concatenate([self._bounds[k][1] for k in names])
+        return low.astype(np.float32), high.astype(np.float32)
+
+    # --- state ---------------------------------------------------------------------------------------------------
+    def get_state(self) -> dict:
+        return {"scene": self.scene.snapshot(), "goal": self.goal.copy(), "robot": self.robot.get_state()}
+
+    def set_state(self, state: dict) -> None:
+        self.scene.restore_snapshot(state["scene"])
+        self.goal = state["goal"].copy()
+        self.robot.set_state(state["robot"])

@@ -1,0 +1,1 @@
+"""Robots: scene actors, drives, action mapping, their observation parts and real bounds."""

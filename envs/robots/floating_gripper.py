@@ -1,0 +1,224 @@
+"""The floating parallel-jaw gripper (DESIGN section 3): a palm and two fingers, dynamic rigid actors without
+gravity, each driven toward a commanded world target by compliant pivot-position and pivot-rotation constraints,
+the way Fetch's mocap weld drives its gripper.
+
+Frames: Z up, the fingers hang below the palm along -Z and close along the world Y axis. The *grip point* is the
+point between the finger tips; actions move it. All arrays have a leading world axis W.
+
+Action ``Box(-1, 1, (4,))``: the grip point target moves by ``action[:3] * max_step_m`` from the measured grip
+point (clipped to the workspace); ``action[3]`` sets the finger opening unless the fingers are blocked. Targets
+are interpolated linearly over the physics substeps of one control step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+import superdex_gym.sim as mochi
+
+from ..core.config import V_MAX
+
+COLOR = (0.55, 0.57, 0.62)
+
+
+@dataclass(frozen=True)
+class GripperConfig:
+    palm_half_extents: tuple = (0.012, 0.05, 0.01)  # m
+    finger_half_extents: tuple = (0.01, 0.006, 0.025)  # m (x, y thickness, z length)
+    max_opening_m: float = 0.08  # distance between the fingers' inner faces when fully open
+    density: float = 1000.0  # kg/m^3
+    drive_stiffness: float = 1e6  # N/m, pivot-position constraints toward the targets
+    drive_damping: float = 0.0  # N s/m
+    # Capped so a gripper commanded into the cube presses on it instead of launching it (docs/envs_notes.md).
+    drive_max_force: float | None = 50.0  # N; None: uncapped
+    rotation_stiffness: float = 1e3  # N m/rad, keeps the fingers pointing down
+    finger_friction: float = 1.0  # Coulomb coefficient of the fingers (combined with the object's by geometric mean)
+    max_step_m: float = 0.05  # grip point displacement per control step at |action| = 1
+    block_gripper: bool = True
+    workspace_low: tuple = (-0.3, -0.3, 0.005)  # m, grip point limits (z above the table top at 0)
+    workspace_high: tuple = (0.3, 0.3, 0.3)
+
+    @property
+    def finger_reach_m(self) -> float:
+        """Grip point below the palm centre: palm half height + finger length."""
+        return self.palm_half_extents[2] + 2 * self.finger_half_extents[2]
+
+    def validate(self) -> "GripperConfig":
+        if not (np.isfinite(self.max_step_m) and self.max_step_m > 0):
+            raise ValueError(f"max_step_m must be finite and > 0, got {self.max_step_m!r}")
+        lo, hi = np.asarray(self.workspace_low, float), np.asarray(self.workspace_high, float)
+        if lo.shape != (3,) or hi.shape != (3,) or np.any(lo >= hi):
+            raise ValueError(f"workspace_low must be below workspace_high in every axis, got {lo}, {hi}")
+        if lo[2] < 0:
+            raise ValueError("workspace_low z must keep the grip point above the table top (z >= 0)")
+        return self
+
+
+class FloatingGripper:
+    """The robot: ``build`` creates its actors and drives in a scene; then it maps actions to drive targets,
+    reports its observation parts and their real bounds, and keeps its commanded targets (part of the state)."""
+
+    action_dim = 4
+    observation_parts = ("grip", "fingers", "grip_velocity", "finger_velocity")
+
+    def __init__(self, config: GripperConfig):
+        self.config = config.validate()
+        self._workspace_low = np.asarray(config.workspace_low, dtype=np.float64)
+        self._workspace_high = np.asarray(config.workspace_high, dtype=np.float64)
+
+    @staticmethod
+    def make_config(block_gripper=True, gripper_max_force=50.0) -> GripperConfig:
+        """The robot's ``gym.make`` kwargs: ``block_gripper`` (the finger command is ignored, as in Fetch) and
+        ``gripper_max_force``, the cap [N] on each body's drive force (None: uncapped)."""
+        if gripper_max_force is not None and not (isinstance(gripper_max_force, (int, float, np.integer, np.floating))
+                                                  and np.isfinite(gripper_max_force) and gripper_max_force > 0):
+            raise ValueError(f"gripper_max_force must be None or a finite force > 0 [N], got {gripper_max_force!r}")
+        return GripperConfig(block_gripper=bool(block_gripper),
+                             drive_max_force=None if gripper_max_force is None else float(gripper_max_force))
+
+    def check_home(self, home: np.ndarray) -> None:
+        lo, hi = self._workspace_low, self._workspace_high
+        if np.any(home < lo) or np.any(home > hi):
+            raise ValueError(f"the gripper's home {home.tolist()} must lie inside the workspace {lo.tolist()} .. "
+                             f"{hi.tolist()}")
+
+    def build(self, scene, layer: str = "gripper") -> None:
+        c = self.config
+        self.scene = scene
+        contact = mochi.ContactParams(coulomb_friction_coefficient=c.finger_friction)
+        self.palm = scene.create_rigid_actor(
+            name="palm", shape=mochi.create_box_mesh_shape(list(c.palm_half_extents)), density=c.density,
+            has_gravity=False, layer=layer, contact=contact, collider_type=mochi.ColliderType.BOX,
+        )
+        self.fingers = [
+            scene.create_rigid_actor(
+                name=f"finger_{side}", shape=mochi.create_box_mesh_shape(list(c.finger_half_extents)),
+                density=c.density, has_gravity=False, layer=layer, contact=contact,
+                collider_type=mochi.ColliderType.BOX,
+            )
+            for side in ("left", "right")
+        ]
+        self.actors = [self.palm, *self.fingers]
+        self.colors = {a.get_name(): COLOR for a in self.actors}
+        # The gripper's own bodies overlap at the joints: no contact among them (its layer against itself).
+        scene.enable_layer_contact_symmetric(layer, layer, False)
+        saturation = -1.0 if c.drive_max_force is None else c.drive_max_force / c.drive_stiffness
+        self._position = [
+            scene.create_rigid_pivot_position_constraint(
+                actor=a, local_position=[0.0, 0.0, 0.0], target_position=[0.0, 0.0, 0.0],
+                stiffness=c.drive_stiffness, damping=c.drive_damping, saturation=saturation,
+            )
+            for a in self.actors
+        ]
+        for a in self.actors:
+            scene.create_rigid_pivot_rotation_constraint(
+                actor=a, local_rotation=[0.0, 0.0, 0.0], target_rotation=[0.0, 0.0, 0.0],
+                stiffness=c.rotation_stiffness,
+            )
+
+    # --- geometry -------------------------------------------------------------------------------------------------
+    def body_targets(self, grip_point: np.ndarray, opening: np.ndarray) -> np.ndarray:
+        """Centres (W, 3 bodies, 3) of palm, left and right finger for a grip point (W, 3) and opening (W,) [m]."""
+        c = self.config
+        palm = grip_point + np.array([0.0, 0.0, c.finger_reach_m])
+        finger_z = palm[:, 2] - c.palm_half_extents[2] - c.finger_half_extents[2]
+        offset = 0.5 * opening + c.finger_half_extents[1]  # finger centre from the grip axis
+        left = np.stack([grip_point[:, 0], grip_point[:, 1] + offset, finger_z], axis=1)
+        right = np.stack([grip_point[:, 0], grip_point[:, 1] - offset, finger_z], axis=1)
+        return np.stack([palm, left, right], axis=1)
+
+    def boxes_at(self, grip_point: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The closed gripper's bodies with the grip point at ``grip_point`` (3,), as axis-aligned boxes: centres
+        (3, 3) and half extents (3, 3) [m] (tasks check that objects do not start inside it)."""
+        g = self.config
+        centres = self.body_targets(np.asarray(grip_point)[None], np.zeros(1))[0]
+        return centres, np.array([g.palm_half_extents, g.finger_half_extents, g.finger_half_extents])
+
+    def place(self, grip_point: np.ndarray, opening: np.ndarray, worlds: np.ndarray) -> None:
+        """Teleport the gripper (at rest) and its targets in ``worlds``; grip_point (K, 3), opening (K,)."""
+        centres = self.body_targets(grip_point, opening)
+        quat = np.zeros((len(worlds), 3, 4))
+        quat[..., 3] = 1.0
+        self.scene.set_actor_poses(self.actors, centres, quat, worlds=worlds)
+        self.scene.set_actor_velocities(self.actors, np.zeros((len(worlds), 3, 3)), np.zeros((len(worlds), 3, 3)),
+                                        worlds=worlds)
+        self.set_targets(grip_point, opening, worlds, teleport=True)
+
+    def set_targets(self, grip_point: np.ndarray, opening: np.ndarray, worlds=None, teleport: bool = False) -> None:
+        """Commanded grip point (K, 3) and opening (K,) for ``worlds`` (None = all)."""
+        centres = self.body_targets(grip_point, opening)
+        for k, constraint in enumerate(self._position):
+            constraint.set_target_position(centres[:, k], world=worlds)
+            if teleport:
+                constraint.update_old_target(world=worlds)
+
+    # --- commands (the robot's part of the state) -----------------------------------------------------------------
+    def start_commands(self, num_worlds: int, home: np.ndarray) -> None:
+        self.home = np.asarray(home, dtype=np.float64)
+        self._target = np.repeat(self.home[None], num_worlds, axis=0)  # commanded grip point (W, 3)
+        self._opening = np.zeros(num_worlds)  # commanded finger opening (W,) m
+
+    def reset_commands(self, worlds: np.ndarray) -> None:
+        """The commands of a world restored to the template: grip point at home, fingers closed."""
+        self._target[worlds] = self.home
+        self._opening[worlds] = 0.0
+
+    def begin_action(self, actions: np.ndarray) -> None:
+        """Targets of one control step from finite (W, 4) actions (clipped to [-1, 1], as documented)."""
+        actions = np.clip(actions, -1.0, 1.0)
+        grip, _ = self.grip_point()
+        self._start = self._target.copy(), self._opening.copy()
+        self._end = (np.clip(grip + actions[:, :3] * self.config.max_step_m, self._workspace_low,
+                             self._workspace_high),
+                     np.zeros(len(actions)) if self.config.block_gripper
+                     else 0.5 * (actions[:, 3] + 1.0) * self.config.max_opening_m)
+
+    def drive(self, fraction: float) -> None:
+        """Drive targets ``fraction`` of the way from the step's start commands to its end ones."""
+        (t0, o0), (t1, o1) = self._start, self._end
+        self.set_targets(t0 + fraction * (t1 - t0), o0 + fraction * (o1 - o0))
+
+    def end_action(self) -> None:
+        self._target, self._opening = self._end
+
+    def get_state(self) -> dict:
+        return {"target": self._target.copy(), "opening": self._opening.copy()}
+
+    def set_state(self, state: dict) -> None:
+        self._target, self._opening = state["target"].copy(), state["opening"].copy()
+
+    # --- observation ----------------------------------------------------------------------------------------------
+    def grip_point(self) -> tuple[np.ndarray, np.ndarray]:
+        """Measured grip point (W, 3) [m] and its velocity (W, 3) [m/s]: between the finger tips."""
+        pos = self.scene.get_actor_translations(self.fingers)
+        lin, _ = self.scene.get_actor_velocities(self.fingers)
+        tip = np.array([0.0, 0.0, -self.config.finger_half_extents[2]])
+        return pos.mean(axis=1) + tip, lin.mean(axis=1)
+
+    def observation(self) -> dict:
+        """Grip point (W, 3) [m], finger offsets from the grip axis along Y (W, 2) [m], grip velocity (W, 3) and
+        finger velocities (W, 2) [m/s] (velocities clipped to +-V_MAX, see ``observation_bounds``)."""
+        grip, grip_vel = self.grip_point()
+        pos = self.scene.get_actor_translations(self.fingers)
+        lin, _ = self.scene.get_actor_velocities(self.fingers)
+        fingers = pos[:, :, 1] - pos[:, :, 1].mean(axis=1, keepdims=True)
+        finger_vel = lin[:, :, 1] - lin[:, :, 1].mean(axis=1, keepdims=True)
+        return {"grip": grip, "fingers": fingers, "grip_velocity": np.clip(grip_vel, -V_MAX, V_MAX),
+                "finger_velocity": np.clip(finger_vel, -V_MAX, V_MAX)}
+
+    def observation_bounds(self) -> dict:
+        """Real bounds of the observation parts, each a (low, high) pair.
+
+        The grip point stays in the workspace (plus the drive's sub-millimetre compliance; 1 cm margin); the
+        fingers within half the maximum opening plus their thickness; the gripper moves at most max_step /
+        control_dt (1.25 m/s by default) < ``V_MAX``, to which velocities are clipped."""
+        g, margin = self.config, 0.01
+        finger = 0.5 * g.max_opening_m + 2 * g.finger_half_extents[1] + margin
+        return {
+            "grip": (self._workspace_low - margin, self._workspace_high + margin),
+            "fingers": (np.full(2, -finger), np.full(2, finger)),
+            "grip_velocity": (np.full(3, -V_MAX), np.full(3, V_MAX)),
+            "finger_velocity": (np.full(2, -V_MAX), np.full(2, V_MAX)),
+        }

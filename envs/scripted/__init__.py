@@ -1,0 +1,24 @@
+"""Scripted policies, one per task, keyed by the task's module in ``envs/tasks`` (dense ids share their task's).
+
+They prove the tasks and the physics, give evaluation a baseline and warm training up. A policy maps an
+observation dict (single or batched over a leading world axis) to actions.
+"""
+
+from __future__ import annotations
+
+from .push import scripted_push_action
+from .reach import scripted_reach_action
+
+POLICIES = {"push": scripted_push_action, "reach": scripted_reach_action}
+
+
+def scripted_policy_for(env_id: str):
+    """The scripted policy of a registered SuperDex id."""
+    from .. import ENVS
+
+    if env_id not in ENVS:
+        raise ValueError(f"{env_id!r} is not a registered SuperDex id; there are: {sorted(ENVS)}")
+    task = ENVS[env_id].task.partition(":")[0]
+    if task not in POLICIES:
+        raise ValueError(f"no scripted policy for {env_id!r} (task {task!r}); there are: {sorted(POLICIES)}")
+    return POLICIES[task]

@@ -1,0 +1,169 @@
+"""Push (FetchPush, PandaPush): push a 4 cm cube across the table to a goal on it.
+
+* observation (25,): grip point (3), cube position (3), cube - grip (3), finger offsets (2), cube rotation vector
+  (3), cube linear velocity (3), cube angular velocity (3), grip velocity (3), finger velocities (2) (FetchPush's
+  layout); the achieved goal is the cube's position. Walls keep the cube in a 2 m arena, so the bounds are real;
+  velocities are clipped to bounds operation does not reach.
+* reset: the grip point starts above the table centre at the cube's height (``gripper_extra_height`` = 0, as
+  FetchPush), the cube at least ``cube_gripper_min_distance`` = 0.1 m from it, cube and goal in a ``goal_range``
+  = 0.3 m square, never solved at reset. ``options``: ``goal`` (3,), ``object_pose`` (3,) or (7,) (position +
+  quaternion x, y, z, w): in the goal bounds, not inside the table or the gripper, else ValueError.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+import superdex_gym.sim as mochi
+
+from ..core.config import V_MAX
+from ..core.task import Task, check_goals_reachable
+from .arena import (box_extent, check_clear_of_boxes, check_outside_table, create_table, create_walled_floor,
+                    parse_pose)
+
+
+@dataclass(frozen=True)
+class PushConfig:
+    cube_size_m: float = 0.04  # edge length
+    cube_mass_kg: float = 0.064  # (density 1000 for the 4 cm cube)
+    friction: float = 0.5  # Coulomb coefficient of cube and table
+    goal_range_m: float = 0.3  # cube and goal are sampled in a square of this side, centred on the table
+    distance_threshold_m: float = 0.05  # success radius
+    table_half_extents: tuple = (0.4, 0.4, 0.2)  # m; the top is at z = 0
+    floor_depth_m: float = 0.4  # a floor plane below the table catches a pushed-off cube
+    arena_half_m: float = 1.0  # walls around the floor keep everything within |x|, |y| < arena_half_m
+    wall_height_m: float = 1.0  # walls rise from the floor to floor + wall_height_m
+    cube_gripper_min_distance_m: float = 0.1  # in the table plane, from the gripper's home (FetchPush: 0.1 m)
+    # Grip point at reset above the cube's centre height (FetchPush's gripper_extra_height; docs/envs_notes.md).
+    gripper_extra_height_m: float = 0.0
+
+    def validate(self) -> "PushConfig":
+        for name in ("cube_size_m", "cube_mass_kg", "goal_range_m", "distance_threshold_m", "floor_depth_m"):
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be finite and > 0, got {value!r}")
+        if not (np.isfinite(self.friction) and self.friction >= 0):
+            raise ValueError(f"friction must be finite and >= 0, got {self.friction!r}")
+        if self.goal_range_m / 2 > min(self.table_half_extents[:2]) - self.cube_size_m:
+            raise ValueError(f"goal_range_m {self.goal_range_m} does not fit on the table {self.table_half_extents}")
+        if not (np.isfinite(self.cube_gripper_min_distance_m) and self.cube_gripper_min_distance_m >= 0):
+            raise ValueError("cube_gripper_min_distance_m must be finite and >= 0, got "
+                             f"{self.cube_gripper_min_distance_m!r}")
+        # the square must reach outside the keep-out circle around the home, with ~10% of its area left
+        if self.cube_gripper_min_distance_m > 0.55 * self.goal_range_m:
+            raise ValueError(f"cube_gripper_min_distance_m {self.cube_gripper_min_distance_m} leaves too little of "
+                             f"the goal_range_m {self.goal_range_m} square to sample the cube from (at most 0.55 x "
+                             "goal_range_m)")
+        check_goals_reachable(self)
+        return self
+
+
+class PushTask(Task):
+    name = "Push"
+    reset_options = ("goal", "object_pose")
+    observation_layout = ("grip", "cube", "cube_rel_grip", "fingers", "cube_rotation", "cube_velocity",
+                          "cube_spin", "grip_velocity", "finger_velocity")
+    achieved_goal_parts = ("cube",)
+    colors = {"cube": (0.85, 0.2, 0.15)}
+
+    @staticmethod
+    def make_config(cube_size=0.04, cube_mass=0.064, friction=0.5, goal_range=0.3, distance_threshold=0.05,
+                    gripper_extra_height=0.0, cube_gripper_min_distance=0.1) -> PushConfig:
+        return PushConfig(cube_size_m=float(cube_size), cube_mass_kg=float(cube_mass), friction=float(friction),
+                          goal_range_m=float(goal_range), distance_threshold_m=float(distance_threshold),
+                          cube_gripper_min_distance_m=float(cube_gripper_min_distance),
+                          gripper_extra_height_m=float(gripper_extra_height)).validate()
+
+    def __init__(self, config: PushConfig, robot):
+        super().__init__(config, robot)
+        self.half = config.cube_size_m / 2
+        self.marker_radius_m = self.half  # the goal's sphere in pictures: the cube's size
+        # the cube is sampled at least cube_gripper_min_distance_m from the home: not on the closed fingers
+        f = robot.config.finger_half_extents
+        footprint = np.hypot(f[0], 2 * f[1]) + self.half * np.sqrt(2)
+        if self.robot_home()[2] < 2 * self.half and config.cube_gripper_min_distance_m < footprint:
+            raise ValueError(f"cube_gripper_min_distance_m {config.cube_gripper_min_distance_m} would let the cube "
+                             f"start on the gripper's closed fingers (needs >= {footprint:.4f} m)")
+
+    def build(self, scene) -> None:
+        c = self.config
+        contact = mochi.ContactParams(coulomb_friction_coefficient=c.friction)
+        self.table = create_table(scene, c.table_half_extents, contact)
+        create_walled_floor(scene, c.floor_depth_m, c.arena_half_m, c.wall_height_m)
+        self.cube = scene.create_rigid_actor(
+            name="cube", shape=mochi.create_box_mesh_shape([self.half] * 3), mass=c.cube_mass_kg, contact=contact,
+            # the exact box distance: smooth where a grid SDF's trilinear gradient jumps between cells
+            collider_type=mochi.ColliderType.BOX, world_from_local=mochi.TransformRT(translation=[0, 0, self.half]),
+        )
+
+    def robot_home(self) -> np.ndarray:
+        """Above the table centre at the cube's centre height plus ``gripper_extra_height_m``."""
+        return np.array([0.0, 0.0, self.half + self.config.gripper_extra_height_m])
+
+    # --- episodes ------------------------------------------------------------------------------------------------
+    def sample_episode(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """Goal (3,) and cube position (1, 3): the cube at least ``cube_gripper_min_distance_m`` from the home,
+        the goal outside the success radius. Rejection sampling, as FetchPush does."""
+        h, home_xy = self.config.goal_range_m / 2, self.robot_home()[:2]
+        while True:
+            cube_xy = rng.uniform(-h, h, size=2)
+            if np.linalg.norm(cube_xy - home_xy) >= self.config.cube_gripper_min_distance_m:
+                break
+        while True:
+            goal_xy = rng.uniform(-h, h, size=2)
+            if np.linalg.norm(goal_xy - cube_xy) > self.config.distance_threshold_m:
+                break
+        return np.array([*goal_xy, self.half]), np.array([[*cube_xy, self.half]])
+
+    def parse_options(self, options: dict) -> dict:
+        if "object_pose" in options:
+            what = "options['object_pose']"
+            position, quat = parse_pose(options["object_pose"], what)
+            low, high = (b.astype(np.float32).astype(np.float64) for b in self.cube_bounds())
+            if np.any(position < low) or np.any(position > high):
+                raise ValueError(f"{what} position {position.tolist()} lies outside the achieved_goal bounds "
+                                 f"{low.tolist()} .. {high.tolist()} (the arena)")
+            extent = box_extent(self.half, quat)
+            check_outside_table(position, extent, self.config.table_half_extents, f"{what} puts the cube",
+                                self.half)
+            home = self.robot_home()
+            check_clear_of_boxes(position, extent, *self.robot.boxes_at(home),
+                                 f"{what} puts the cube inside the gripper, which starts with its grip point at "
+                                 f"{home.tolist()} (home)")
+            options["object_pose"] = position, quat
+        return options
+
+    def apply_options(self, options, goal, positions, quats) -> None:
+        super().apply_options(options, goal, positions, quats)
+        if "object_pose" in options:
+            positions[0], quats[0] = options["object_pose"]
+
+    def place_objects(self, scene, positions, quats, worlds) -> None:
+        scene.set_actor_poses([self.cube], positions, quats, worlds=worlds)
+
+    # --- observation ---------------------------------------------------------------------------------------------
+    def observation(self, scene, robot: dict) -> dict:
+        cube = scene.get_actor_translations([self.cube])[:, 0]
+        lin, ang = scene.get_actor_velocities([self.cube])
+        spin = V_MAX / self.half
+        return {"cube": cube, "cube_rel_grip": cube - robot["grip"],
+                "cube_rotation": mochi.lie.log_so3(scene.get_actor_rotations([self.cube])[:, 0]),
+                "cube_velocity": np.clip(lin[:, 0], -V_MAX, V_MAX), "cube_spin": np.clip(ang[:, 0], -spin, spin)}
+
+    def cube_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Inside the arena walls: |x|, |y| < arena_half, z between the floor and the workspace top plus the
+        height a cube flung at ``V_MAX`` reaches."""
+        c, a = self.config, self.config.arena_half_m
+        z_high = self.robot.config.workspace_high[2] + V_MAX**2 / (2 * 9.8)
+        return np.array([-a, -a, -c.floor_depth_m]), np.array([a, a, z_high])
+
+    def observation_bounds(self, robot: dict) -> dict:
+        """Rotation vector: |theta| <= pi. A struck cube moves at most twice the gripper's top speed plus the fall
+        from the table, < ``V_MAX``, and spins at most V_MAX / (cube half size) rad/s (clipped to both)."""
+        (grip_lo, grip_hi), (lo, hi) = robot["grip"], self.cube_bounds()
+        spin = V_MAX / self.half
+        return {"cube": (lo, hi), "cube_rel_grip": (lo - grip_hi, hi - grip_lo),
+                "cube_rotation": (np.full(3, -np.pi), np.full(3, np.pi)),
+                "cube_velocity": (np.full(3, -V_MAX), np.full(3, V_MAX)), "cube_spin": (np.full(3, -spin), np.full(3, spin))}
