@@ -75,7 +75,7 @@ class RobotTaskVectorEnv(VectorEnv):
         self.reset_worlds(worlds)
         self._has_reset = True
         obs = self.worlds.observations()
-        return obs, self._infos(obs)[1]
+        return obs, self._rewards_and_infos(obs)[1]
 
     def reset_worlds(self, worlds: np.ndarray) -> None:
         """New episodes in ``worlds`` from their own generators, their step counters back to 0 (the SB3 adapter
@@ -97,7 +97,7 @@ class RobotTaskVectorEnv(VectorEnv):
         if resetting.size:
             self.worlds.reset_worlds(resetting, [self._rngs[i] for i in resetting])
         obs = self.worlds.observations()
-        rewards, infos = self._infos(obs)
+        rewards, infos = self._rewards_and_infos(obs)
         self._elapsed += 1
         self._elapsed[resetting] = 0
         terminated = self.terminate_on_success & infos["is_success"]
@@ -124,7 +124,7 @@ class RobotTaskVectorEnv(VectorEnv):
                   for i in range(self.num_envs)]
         return tuple(frames)
 
-    def _infos(self, obs) -> tuple[np.ndarray, dict]:
+    def _rewards_and_infos(self, obs) -> tuple[np.ndarray, dict]:
         rewards, infos = rewards_and_infos(self.worlds.task, obs, self.dense_reward)
         ok = np.ones(self.num_envs, dtype=bool)
         return rewards, {**infos, **{f"_{k}": ok for k in infos}}
