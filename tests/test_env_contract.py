@@ -21,14 +21,58 @@ def _random_actions(env, steps, seed=0):
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
-def test_gymnasium_check_env_passes_without_warnings(env_id):
+def test_gymnasium_check_env_passes_without_warnings(env_id, monkeypatch):
+    """No skip flags: the render check makes every declared render mode (human only where pygame is installed,
+    offscreen here)."""
     from gymnasium.utils.env_checker import check_env
 
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
     env = gym.make(env_id)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        check_env(env.unwrapped, skip_render_check=True)
+        check_env(env.unwrapped)
     assert [str(w.message) for w in caught] == []
+
+
+def test_check_env_passes_for_every_id_without_pygame():
+    """Out of the box (no `human` extra): pygame blocked in a fresh process, every id passes the checker unskipped
+    and does not declare ``human``; asking for it says what to install (ours directly, Gymnasium's through
+    ``gym.make``'s HumanRendering fallback)."""
+    import subprocess
+    import sys
+
+    code = """
+import sys, warnings
+sys.modules["pygame"] = None
+import gymnasium as gym
+from gymnasium.utils.env_checker import check_env
+from superdex_gym.envs import ENV_IDS
+for env_id in ENV_IDS:
+    env = gym.make(env_id)
+    assert "human" not in env.unwrapped.metadata["render_modes"], env_id
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(env.unwrapped)
+from superdex_gym.envs.core.env import RobotTaskEnv
+try:
+    RobotTaskEnv(render_mode="human", task="push:PushTask")
+except ValueError as exc:
+    assert "pip install 'superdex-gym[human]'" in str(exc), exc
+else:
+    raise AssertionError("render_mode='human' accepted without pygame")
+# gym.make falls back to Gymnasium's HumanRendering wrapper, which names pygame when it first renders
+env = gym.make(ENV_IDS[0], render_mode="human")
+try:
+    env.reset(seed=0)
+except Exception as exc:
+    assert "pygame" in str(exc), exc
+else:
+    raise AssertionError("human rendering ran without pygame")
+print("ok", len(ENV_IDS))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split() == ["ok", str(len(ENV_IDS))]
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)

@@ -211,9 +211,10 @@ def test_human_mode_without_pygame_says_what_to_install():
         pytest.skip("pygame is installed here")
     except ImportError:
         pass
-    env = gym.make("SuperDex/Push-v0", render_mode="human")
-    with pytest.raises(ImportError, match="pygame"):
-        env.reset(seed=0)
+    from superdex_gym.envs.core.env import RobotTaskEnv
+
+    with pytest.raises(ValueError, match="pip install 'superdex-gym\\[human\\]'"):
+        RobotTaskEnv(render_mode="human", task="push:PushTask")
 
 
 def test_scripted_policy_solves_push():

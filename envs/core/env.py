@@ -13,11 +13,12 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ..rendering.scene_view import HumanWindow, SceneView, default_camera
+from ..rendering.scene_view import HUMAN_MODE_HINT, HumanWindow, SceneView, default_camera, human_mode_available
 from .config import split_kwargs, world_config
 from .worlds import RobotTaskWorlds
 
-RENDER_MODES = ["human", "rgb_array", "depth_array"]
+# "human" is declared only where pygame is installed (the `human` extra): everything declared can run.
+RENDER_MODES = (["human"] if human_mode_available() else []) + ["rgb_array", "depth_array"]
 DEFAULT_ROBOT = "floating_gripper:FloatingGripper"
 
 
@@ -70,6 +71,8 @@ class RobotTaskEnv(gym.Env):
                  render_width: int = 480, render_height: int = 480, camera_distance: float = 0.9,
                  camera_azimuth: float = -135.0, camera_elevation: float = 40.0, *, task: str,
                  robot: str = DEFAULT_ROBOT, **kwargs):
+        if render_mode == "human" and "human" not in RENDER_MODES:
+            raise ValueError(HUMAN_MODE_HINT)
         if render_mode is not None and render_mode not in RENDER_MODES:
             raise ValueError(f"render_mode must be one of {RENDER_MODES} or None, got {render_mode!r}")
         self.worlds = make_worlds(1, robot, task, kwargs)
