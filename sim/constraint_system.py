@@ -51,7 +51,7 @@ from .constraints import (
     RigidSphericalJointConstraintParams,
 )
 from .params import QueryType
-from .potentials.base import PotentialTerms
+from .potentials.base import Potential, PotentialTerms
 from .transforms import Quaternion, TransformRT
 
 _CONSTRAINT_HANDLES = itertools.count(1)
@@ -60,7 +60,7 @@ _CONSTRAINT_HANDLES = itertools.count(1)
 _PER_WORLD_STORES = ("_world_data", "_targets", "_old_targets")
 
 
-class ConstraintSystem:
+class ConstraintSystem(Potential):
     """Every constraint of one scene, as one potential with the scene's extension hooks."""
 
     def __init__(self, scene):
@@ -109,7 +109,7 @@ class ConstraintSystem:
             self._handles[kind] = np.zeros(0, dtype=np.int64)
         names = ("actor",) if len(rows) == 1 else ("actor_a", "actor_b")
         resolved = dataclasses.replace(params, **dict(zip(names, rows)))
-        cur = self._scene._state.current
+        cur = self._scene.current_kinematics()
         try:
             self._sets[kind].add(resolved, cur.com_position, cur.rotation)
         except Exception:
@@ -386,7 +386,7 @@ class Constraint:
         cs, row = self._locate()
         w = self._scene._check_world(world)
         self._system._sync_com_local(self._scene.get_model().bodies.com_local)
-        cur = self._scene._state.current
+        cur = self._scene.current_kinematics()
         return cs.deviation(cur.com_position[w : w + 1], cur.rotation[w : w + 1], worlds=[w])[0, row].copy()
 
     def get_force(self, world: int = 0) -> np.ndarray:
@@ -417,7 +417,7 @@ class Constraint:
         """The ``index``-th constrained actor (0 = ``actor`` / ``actor_a``, 1 = ``actor_b``)."""
         cs, row = self._locate()
         model_row = int(cs.actors[row, self._slot(cs, index)])
-        return self._scene._actors[self._scene._records[model_row].handle]
+        return self._scene.actor_at_row(model_row)
 
     def get_dof_indices_for_actor(self, index: int) -> np.ndarray:
         """The DoFs of actor ``index`` that the constraint acts on (0-2 translation, 3-5 rotation)."""

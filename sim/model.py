@@ -112,9 +112,6 @@ class Kinematics:
         for f in fields(self):
             getattr(self, f.name)[worlds] = getattr(other, f.name)
 
-    def take_bodies(self, bodies: np.ndarray) -> "Kinematics":
-        return Kinematics(**{f.name: getattr(self, f.name)[:, bodies] for f in fields(self)})
-
     @staticmethod
     def at_rest(num_worlds: int, num_bodies: int) -> "Kinematics":
         rot = np.zeros((num_worlds, num_bodies, 3, 3))

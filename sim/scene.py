@@ -32,6 +32,7 @@ from .params import (
     SolverParams,
     SolverStats,
 )
+from .potentials.base import Potential
 from .scene_setup import build_actor_record
 from .state_io import StateStore
 from .transforms import as_vector3
@@ -128,8 +129,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         self._state = _replicate_world(self._state, 0, int(num_worlds))
         self._actor_status = np.repeat(self._actor_status[:1], num_worlds, axis=0)
         for pot in self._extra_potentials:
-            if hasattr(pot, "on_num_worlds_changed"):
-                pot.on_num_worlds_changed(int(num_worlds))
+            pot.on_num_worlds_changed(int(num_worlds))
 
     def _check_world(self, world) -> int:
         if isinstance(world, bool) or not isinstance(world, (int, np.integer)):
@@ -231,23 +231,20 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
                 f"{what} needs scene.register_query(QueryType.{query_type.name}) before stepping"
             )
 
-    # --- extension hooks ---------------------------------------------------------------------------------------
-    # A potential added here may also define: before_step(scene) / after_solves(scene) (around the step's
-    # solves), on_actor_destroyed(actor, row), after_step(scene, report),
-    # on_num_worlds_changed(num_worlds), capture() -> data / restore(data, worlds, source_worlds).
-
-    def add_potential(self, potential) -> None:
-        """Add a physical effect: any object with ``evaluate(ctx, com_position, rotation, want_hessian)``
-        returning ``PotentialTerms`` (sim/potentials/base.py). It is summed into every stage's Newton solve."""
-        if not callable(getattr(potential, "evaluate", None)):
-            raise TypeError("a potential needs an evaluate(ctx, com_position, rotation, want_hessian) method")
+    # --- extension protocol: potentials and their hooks (sim/potentials/base.py, `Potential`) ------------------
+    def add_potential(self, potential: Potential) -> None:
+        """Add a physical effect: a `Potential` subclass (sim/potentials/base.py) implementing ``evaluate``; it is
+        summed into every stage's Newton solve and its hooks are called around steps and scene changes."""
+        if not isinstance(potential, Potential):
+            raise TypeError(
+                f"potential must subclass superdex_gym.sim.potentials.base.Potential, got {type(potential).__name__}")
         self._extra_potentials.append(potential)
 
     def remove_potential(self, potential) -> None:
         self._extra_potentials.remove(potential)
 
     def _destroy_hooks(self):
-        return [p.on_actor_destroyed for p in self._extra_potentials if hasattr(p, "on_actor_destroyed")]
+        return [p.on_actor_destroyed for p in self._extra_potentials]
 
     def _row_of(self, record) -> int:
         for i, r in enumerate(self._records):
@@ -263,6 +260,28 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         if self._model is None:
             self._model = Model(bodies=compile_bodies(self._records))
         return self._model
+
+    # --- what engine systems read (contact, constraints, state store): no system touches private attributes ---
+    # Together with _worlds / _check_world (world arguments) and _require_query, this is their whole view.
+    def actor_records(self) -> tuple:
+        """The actor records in model row order (read them; edits go through the actors)."""
+        return tuple(self._records)
+
+    def actor_at_row(self, row: int) -> RigidActor:
+        """The actor of model row ``row``."""
+        return self._actors[self._records[row].handle]
+
+    def current_kinematics(self) -> Kinematics:
+        """Every world's current poses and velocities, (W, N, ...) arrays (read them; writes go through setters)."""
+        return self._state.current
+
+    def contact_evaluation_params(self):
+        """The solver's ``experimental_eval`` switches that shape the contact potential (read them)."""
+        return self._solver.experimental_eval
+
+    def potentials(self) -> tuple:
+        """The potentials added to this scene (contact first), in the order their hooks run."""
+        return tuple(self._extra_potentials)
 
     # --- state writes used by the actors ----------------------------------------------------------------------
     def _set_pose(self, row: int, rotation: np.ndarray, com_position: np.ndarray, world) -> None:
@@ -406,16 +425,14 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         if dt > 0.0 and self._records:
             start = time.perf_counter()
             for pot in self._extra_potentials:  # nothing can change the scene during the step's solves
-                if hasattr(pot, "before_step"):
-                    pot.before_step(self)
+                pot.before_step(self)
             try:
                 report = pipeline.step(
                     self.get_model(), self._state, dt, self._solver, self._gravity, self._extra_potentials
                 )
             finally:
                 for pot in self._extra_potentials:
-                    if hasattr(pot, "after_solves"):
-                        pot.after_solves(self)
+                    pot.after_solves(self)
             self._actor_status = report.actor_status
             self._stats = SolverStats(
                 convergence_status=ConvergenceStatus(int(report.status.max(initial=1))),
@@ -433,8 +450,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
             self._last_report = report
             self._num_query_steps += 1
             for pot in self._extra_potentials:
-                if hasattr(pot, "after_step"):
-                    pot.after_step(self, report)
+                pot.after_step(self, report)
         elif dt > 0.0:
             self._state.time += dt
             self._state.last_dt = dt

@@ -76,14 +76,6 @@ class RigidPivotPositionConstraints(RigidConstraintSet):
         """position (3,) or one (3,) per selected world [m]."""
         self._assign_target("position", index, position, worlds, as_vector_batch)
 
-    def set_target_positions(self, positions) -> None:
-        """Every constraint's target at once: (W, C, 3) [m] (vectorized control)."""
-        positions = np.asarray(positions, dtype=np.float64)
-        if positions.shape != self._targets["position"].shape or not np.all(np.isfinite(positions)):
-            expected = self._targets["position"].shape
-            raise ValueError(f"positions must be finite with shape {expected}, got {positions.shape}")
-        self._targets["position"] = positions.copy()
-
     def target_position(self, index: int) -> np.ndarray:
         return self._targets["position"][:, int(self._index(index))].copy()
 
@@ -161,11 +153,6 @@ class RigidPivotRotationConstraints(RigidConstraintSet):
     def set_target_rotation(self, index: int, rotation_matrix, worlds=None) -> None:
         """World target rotation: (3, 3) or one per selected world."""
         self._assign_target("rotation", index, rotation_matrix, worlds, as_rotation_batch)
-
-    def set_target_rotation_vector(self, index: int, rotation_vector, worlds=None) -> None:
-        """World target as a rotation vector [rad]: (3,) or one per selected world."""
-        w = self._worlds(worlds)
-        self.set_target_rotation(index, lie.exp_so3(as_vector_batch(rotation_vector, w.size, "rotation_vector")), w)
 
     def _kinematics(self, com_position, rotation, targets, frozen, with_jacobian):
         _, r = self._gather(com_position, rotation, 0)

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..potentials.base import PotentialTerms, StageContext
+from ..potentials.base import Potential, PotentialTerms, StageContext
 from .params import ContactEvalConfig, ContactParams
 from .colliders import BoxCollider, PlaneCollider, SphereCollider, box_sdf_components, plane_sdf_components
 from .colliders import sphere_sdf_components
@@ -174,7 +174,7 @@ def _collider_kind(collider) -> int:
     return _GENERIC
 
 
-class ContactPotential:
+class ContactPotential(Potential):
     """Penalty + dissipation contact of rigid bodies, for the Newton solver (``Potential`` interface)."""
 
     def __init__(

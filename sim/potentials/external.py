@@ -13,11 +13,11 @@ from __future__ import annotations
 import numpy as np
 
 from .. import lie
-from .base import PotentialTerms, StageContext
+from .base import Potential, PotentialTerms, StageContext
 from .inertia import project_psd_3x3
 
 
-class Gravity:
+class Gravity(Potential):
     def evaluate(self, ctx: StageContext, com_position, rotation, want_hessian):
         bodies = ctx.model.bodies
         num_worlds, num_bodies = com_position.shape[:2]
@@ -29,9 +29,8 @@ class Gravity:
         return terms
 
 
-class DofLoads:
-    @staticmethod
-    def is_active(ctx: StageContext) -> bool:
+class DofLoads(Potential):
+    def is_active(self, ctx: StageContext) -> bool:
         return bool(np.any(ctx.external_force))
 
     def evaluate(self, ctx: StageContext, com_position, rotation, want_hessian):
@@ -48,9 +47,8 @@ class DofLoads:
         return terms
 
 
-class OffsetForces:
-    @staticmethod
-    def is_active(ctx: StageContext) -> bool:
+class OffsetForces(Potential):
+    def is_active(self, ctx: StageContext) -> bool:
         return ctx.offset_force is not None
 
     def evaluate(self, ctx: StageContext, com_position, rotation, want_hessian):

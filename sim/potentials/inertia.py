@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import lie
-from .base import PotentialTerms, StageContext
+from .base import Potential, PotentialTerms, StageContext
 
 
 def project_psd_3x3(h: np.ndarray) -> np.ndarray:
@@ -36,12 +36,7 @@ def project_psd_3x3(h: np.ndarray) -> np.ndarray:
     return out
 
 
-def rotation_predictor(ctx: StageContext) -> np.ndarray:
-    """R~ = R0 + dt_i (skew(omega0) + S0) R0, (W, N, 3, 3)."""
-    return ctx.rotation0 + ctx.stage_dt * ((lie.skew(ctx.angular_velocity0) + ctx.velocity_sym0) @ ctx.rotation0)
-
-
-class TranslationalInertia:
+class TranslationalInertia(Potential):
     def evaluate(self, ctx: StageContext, com_position, rotation, want_hessian):
         bodies = ctx.model.bodies
         dyn = ~bodies.is_static
@@ -59,7 +54,7 @@ class TranslationalInertia:
         return terms
 
 
-class RotationalInertia:
+class RotationalInertia(Potential):
     """The default incremental potential; bodies with the Newton-Euler flag are skipped (see NewtonEulerInertia)."""
 
     def evaluate(self, ctx: StageContext, com_position, rotation, want_hessian):
@@ -92,15 +87,14 @@ class RotationalInertia:
         return terms
 
 
-class NewtonEulerInertia:
+class NewtonEulerInertia(Potential):
     """Experimental Newton-Euler residual for bodies flagged with ``enable_newton_euler_inertia``.
 
     Not derived from a potential: the gradient slot carries the residual and ``energy`` is the merit
     1/2 dw^T M dw (digest 2.5), used only by energy-based line searches.
     """
 
-    @staticmethod
-    def is_active(ctx: StageContext) -> bool:
+    def is_active(self, ctx: StageContext) -> bool:
         return bool(np.any(ctx.model.bodies.newton_euler))
 
     def evaluate(self, ctx: StageContext, com_position, rotation, want_hessian):
