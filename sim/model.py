@@ -8,7 +8,9 @@ keeps its per-actor rows in the same order as the model.
 from __future__ import annotations
 
 import copy
+from collections import namedtuple
 from dataclasses import dataclass, field, fields
+from functools import cached_property
 
 import numpy as np
 
@@ -28,6 +30,23 @@ class Bodies:
     @property
     def num(self) -> int:
         return int(self.mass.shape[0])
+
+    @cached_property
+    def kernel_arrays(self) -> "BodyKernelArrays":
+        """The arrays the kernels read, C-contiguous and writable (sim/jit.py), built once per model."""
+        from .jit import kernel_array
+
+        return BodyKernelArrays(
+            mass=kernel_array(self.mass),
+            second_moment=kernel_array(self.second_moment),
+            is_static=kernel_array(self.is_static, np.bool_),
+            has_gravity=kernel_array(self.has_gravity, np.bool_),
+            rotational_inertia=kernel_array(~self.is_static & ~self.newton_euler, np.bool_),
+        )
+
+
+# Per-body arrays for the kernels; rotational_inertia (N,) marks the bodies of the incremental-potential form.
+BodyKernelArrays = namedtuple("BodyKernelArrays", "mass second_moment is_static has_gravity rotational_inertia")
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,23 @@ from __future__ import annotations
 import numpy as np
 
 from .. import lie
+from ..jit import kernel_array
+from ..kernels import inertia as kernels
 from .base import Potential, PotentialTerms, StageContext
 from .inertia import project_psd_3x3
 
 
 class Gravity(Potential):
     def evaluate(self, ctx: StageContext, com_position, rotation, want_hessian):
+        arrays = ctx.model.bodies.kernel_arrays
+        num_worlds, num_bodies = com_position.shape[:2]
+        terms = PotentialTerms.zeros(num_worlds, num_bodies, want_hessian)
+        kernels.gravity(arrays.mass, arrays.is_static, arrays.has_gravity, kernel_array(ctx.gravity),
+                        kernel_array(com_position), terms.energy, terms.gradient)
+        return terms
+
+    def evaluate_numpy(self, ctx: StageContext, com_position, rotation, want_hessian):
+        """The numpy oracle of `evaluate` (tests compare them)."""
         bodies = ctx.model.bodies
         num_worlds, num_bodies = com_position.shape[:2]
         terms = PotentialTerms.zeros(num_worlds, num_bodies, want_hessian)

@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import lie
+from ..jit import kernel_array
+from ..kernels import inertia as kernels
 from .base import Potential, PotentialTerms, StageContext
 
 
@@ -38,6 +40,17 @@ def project_psd_3x3(h: np.ndarray) -> np.ndarray:
 
 class TranslationalInertia(Potential):
     def evaluate(self, ctx: StageContext, com_position, rotation, want_hessian):
+        arrays = ctx.model.bodies.kernel_arrays
+        num_worlds, num_bodies = com_position.shape[:2]
+        terms = PotentialTerms.zeros(num_worlds, num_bodies, want_hessian)
+        kernels.translational_inertia(
+            arrays.mass, arrays.is_static, float(ctx.stage_dt), kernel_array(com_position),
+            kernel_array(ctx.com_position0), kernel_array(ctx.linear_velocity0), want_hessian, terms.energy,
+            terms.gradient, _hessian_out(terms))
+        return terms
+
+    def evaluate_numpy(self, ctx: StageContext, com_position, rotation, want_hessian):
+        """The numpy oracle of `evaluate` (tests compare them)."""
         bodies = ctx.model.bodies
         dyn = ~bodies.is_static
         num_worlds, num_bodies = com_position.shape[:2]
@@ -58,6 +71,17 @@ class RotationalInertia(Potential):
     """The default incremental potential; bodies with the Newton-Euler flag are skipped (see NewtonEulerInertia)."""
 
     def evaluate(self, ctx: StageContext, com_position, rotation, want_hessian):
+        arrays = ctx.model.bodies.kernel_arrays
+        num_worlds, num_bodies = com_position.shape[:2]
+        terms = PotentialTerms.zeros(num_worlds, num_bodies, want_hessian)
+        kernels.rotational_inertia(
+            arrays.second_moment, arrays.rotational_inertia, float(ctx.stage_dt), kernel_array(rotation),
+            kernel_array(ctx.rotation0), kernel_array(ctx.angular_velocity0), kernel_array(ctx.velocity_sym0),
+            want_hessian, bool(ctx.psd_project), terms.energy, terms.gradient, _hessian_out(terms))
+        return terms
+
+    def evaluate_numpy(self, ctx: StageContext, com_position, rotation, want_hessian):
+        """The numpy oracle of `evaluate` (tests compare them)."""
         bodies = ctx.model.bodies
         active = ~bodies.is_static & ~bodies.newton_euler
         num_worlds, num_bodies = com_position.shape[:2]
@@ -116,3 +140,10 @@ class NewtonEulerInertia(Potential):
         if want_hessian:
             terms.hessian_diag[..., 3:, 3:] = m_world / ctx.stage_dt**2
         return terms
+
+
+_NO_HESSIAN = np.zeros((0, 0, 6, 6))  # the kernels' Hessian output when none is asked for (never written)
+
+
+def _hessian_out(terms: PotentialTerms) -> np.ndarray:
+    return _NO_HESSIAN if terms.hessian_diag is None else terms.hessian_diag

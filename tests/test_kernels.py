@@ -1,0 +1,115 @@
+"""Each numba kernel against its numpy oracle (the implementation it replaced), on random states.
+
+Tolerance: the kernels sum the same products in another order (plain loops instead of einsum / matmul), and
+each output is a sum of at most 27 products of O(1) factors, so they differ by a few dozen ulps of the largest
+term: 1e-13 relative to the array's largest entry. Derivatives of the kernels themselves are checked against
+finite differences in tests/test_potentials_fd.py (the potentials evaluate through the kernels).
+"""
+
+import os
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from superdex_gym.sim import lie
+from superdex_gym.sim.jit import kernel_array
+from superdex_gym.sim.model import compile_bodies
+from superdex_gym.sim.potentials.base import StageContext
+from superdex_gym.sim.potentials.external import Gravity
+from superdex_gym.sim.potentials.inertia import RotationalInertia, TranslationalInertia
+
+ROUND_OFF = 1e-13  # relative to the largest entry: summation-order round-off (module docstring)
+
+
+def random_context(rng, num_worlds=4, num_bodies=5):
+    records = []
+    for k in range(num_bodies):
+        a = rng.normal(size=(3, 3))
+        records.append(SimpleNamespace(
+            mass=1.0 + k, second_moment=a @ a.T + 0.1 * np.eye(3), com_local=np.zeros(3), is_static=k == 1,
+            has_gravity=k != 2, newton_euler=k == 3, static_pivot=np.zeros(3)))
+    bodies = compile_bodies(records)
+    shape = (num_worlds, num_bodies)
+    ctx = StageContext(
+        model=SimpleNamespace(bodies=bodies), stage_dt=0.05, stage_time=0.0,
+        com_position0=rng.normal(size=shape + (3,)), rotation0=lie.exp_so3(rng.normal(size=shape + (3,))),
+        linear_velocity0=rng.normal(size=shape + (3,)), angular_velocity0=5.0 * rng.normal(size=shape + (3,)),
+        velocity_sym0=lie.sym(rng.normal(size=shape + (3, 3))),
+        gravity=np.broadcast_to(np.array([0.0, -9.81, 0.5]), (num_worlds, 3)),  # read-only, as the pipeline's
+        external_force=np.zeros(shape + (6,)),
+    )
+    c = ctx.com_position0 + 0.1 * rng.normal(size=shape + (3,))
+    rot = lie.exp_so3(0.8 * rng.normal(size=shape + (3,))) @ ctx.rotation0
+    return ctx, c, rot
+
+
+def assert_close(kernel, oracle):
+    scale = max(float(np.max(np.abs(oracle))), 1e-300)
+    np.testing.assert_allclose(kernel, oracle, rtol=0, atol=ROUND_OFF * scale)
+
+
+@pytest.mark.parametrize("potential", [TranslationalInertia(), RotationalInertia(), Gravity()],
+                         ids=lambda p: type(p).__name__)
+@pytest.mark.parametrize("psd_project", [False, True])
+@pytest.mark.parametrize("want_hessian", [False, True])
+def test_kernel_equals_numpy_oracle(potential, psd_project, want_hessian):
+    rng = np.random.default_rng(12)
+    ctx, c, rot = random_context(rng)
+    ctx.psd_project = psd_project
+    got = potential.evaluate(ctx, c, rot, want_hessian)
+    ref = potential.evaluate_numpy(ctx, c, rot, want_hessian)
+    assert np.any(ref.gradient != 0.0)  # so zeros cannot pass
+    assert_close(got.energy, ref.energy)
+    assert_close(got.gradient, ref.gradient)
+    if want_hessian:
+        assert_close(got.hessian_diag, ref.hessian_diag)
+        if isinstance(potential, RotationalInertia) and psd_project:
+            # the spins make some rotational blocks indefinite: the projection path ran
+            raw = potential.evaluate_numpy(ctx.__class__(**{**vars(ctx), "psd_project": False}), c, rot, True)
+            assert np.any(np.linalg.eigvalsh(raw.hessian_diag[..., 3:, 3:]) < -1e-6)
+    else:
+        assert got.hessian_diag is None
+
+
+def test_kernel_arrays_are_contiguous_writable_copies_only_when_needed():
+    a = np.zeros((3, 4))
+    assert kernel_array(a) is a
+    ro = np.broadcast_to(np.ones(3), (2, 3))
+    out = kernel_array(ro)
+    assert out.flags.c_contiguous and out.flags.writeable and out is not ro
+    strided = np.zeros((4, 6))[:, ::2]
+    assert kernel_array(strided).flags.c_contiguous
+    assert kernel_array(np.zeros(3, dtype=np.float32)).dtype == np.float64
+
+
+def test_kernels_compile_from_a_cold_cache(tmp_path):
+    """A fresh NUMBA_CACHE_DIR (cold cache): the kernels compile, run and write their cache there."""
+    code = (
+        "import superdex_gym.sim as mochi\n"
+        "s = mochi.create_scene(); s.create_rigid_actor(shape=mochi.create_box_mesh_shape([0.1, 0.1, 0.1]),"
+        " density=1000.0, angular_velocity=[1, 2, 3])\n"
+        "s.step(0.01); print(float(s.get_actors()[0].get_linear_velocity()[1]), float(s.get_gravity()[1]))\n"
+    )
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    velocity, g = map(float, out.stdout.split())
+    assert velocity == pytest.approx(g * 0.01, rel=1e-12)  # one backward-Euler step of free fall: v = g dt
+    assert any((tmp_path / "cache").rglob("*.nbi"))  # the index files of the cached kernels
+
+
+def test_cache_directory_falls_back_to_a_temporary_one_when_nothing_is_writable(monkeypatch):
+    from superdex_gym.sim import jit
+
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setattr(jit, "_writable_dir", lambda path: False)
+    chosen = jit._choose_cache_dir()
+    assert chosen is not None and chosen.startswith(jit.tempfile.gettempdir())
+    monkeypatch.setenv("NUMBA_CACHE_DIR", "/somewhere/chosen")
+    assert jit._choose_cache_dir() is None  # the user's choice wins
+    monkeypatch.delenv("NUMBA_CACHE_DIR")
+    monkeypatch.setattr(jit, "_writable_dir", lambda path: True)
+    assert jit._choose_cache_dir() is None  # numba's own locations work
