@@ -113,3 +113,60 @@ def test_cache_directory_falls_back_to_a_temporary_one_when_nothing_is_writable(
     monkeypatch.delenv("NUMBA_CACHE_DIR")
     monkeypatch.setattr(jit, "_writable_dir", lambda path: True)
     assert jit._choose_cache_dir() is None  # numba's own locations work
+
+
+# --- pivot constraints -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["pivot_position", "pivot_rotation"])
+@pytest.mark.parametrize("saturation", [-1.0, 1.0])
+@pytest.mark.parametrize("damping", [0.0, 4.0])
+@pytest.mark.parametrize("want_hessian", [False, True])
+def test_pivot_kernels_equal_numpy_oracle(kind, saturation, damping, want_hessian):
+    """The kernel path of a constraint set (Gauss-Newton Hessian) against `evaluate_numpy`; the targets move after
+    the old ones were taken (so damping sees both), and a world subset reads its own targets."""
+    from test_constraint_fixtures import build_scenario, make_ctx
+    from superdex_gym.sim.potentials.base import PotentialTerms
+
+    sc = build_scenario(kind, seed=3, saturation=saturation, exact_hessian=False, damping=damping)
+    cs = sc.constraints
+    for i in range(len(cs)):  # new targets: current != old
+        if kind == "pivot_position":
+            cs.set_target_position(i, cs.target_position(i) + sc.rng.normal(scale=0.05, size=(cs.num_worlds, 3)))
+        else:
+            cs.set_target_rotation(i, lie.exp_so3(sc.rng.normal(scale=0.05, size=(cs.num_worlds, 3)))
+                                   @ cs._targets["rotation"][:, i])
+    for worlds in (None, np.array([2, 0])):
+        ctx = sc.ctx if worlds is None else make_ctx(sc.pos_start[worlds], sc.rot_start[worlds])
+        ctx.world_index = worlds
+        pos, rot = (sc.pos, sc.rot) if worlds is None else (sc.pos[worlds], sc.rot[worlds])
+        shape = pos.shape[:2]
+        got = cs.evaluate(ctx, pos, rot, want_hessian, out=PotentialTerms.zeros(*shape, want_hessian))
+        ref = cs.evaluate_numpy(ctx, pos, rot, want_hessian, PotentialTerms.zeros(*shape, want_hessian))
+        assert np.any(ref.gradient != 0.0)
+        assert_close(got.energy, ref.energy)
+        assert_close(got.gradient, ref.gradient)
+        if want_hessian:
+            assert_close(got.hessian_diag, ref.hessian_diag)
+    if saturation > 0:  # the fixture puts deviations on both sides of the ramp width
+        norms = np.linalg.norm(cs.deviation(sc.pos, sc.rot), axis=-1)
+        assert np.any(norms < cs.saturation) and np.any(norms > cs.saturation)
+
+
+def test_rotation_log_kernels_equal_numpy_on_small_mid_and_near_pi_angles():
+    from superdex_gym.sim.constraints.rotation_log import log_and_inverse_jacobian
+    from superdex_gym.sim.kernels.constraints import log_inverse_jacobian, so3_log
+
+    rng = np.random.default_rng(5)
+    axes = rng.normal(size=(60, 3))
+    axes /= np.linalg.norm(axes, axis=1, keepdims=True)
+    angles = np.concatenate([[0.0, 1e-9, 5e-5, 2e-4, 0.29, 0.31], rng.uniform(0, np.pi, 48),
+                             [np.pi - 2e-2, np.pi - 5e-3, np.pi - 1e-7, np.pi, np.pi, np.pi]])
+    rots = lie.exp_so3(axes * angles[:, None])
+    phi_ref, jinv_ref = log_and_inverse_jacobian(rots)
+    for k in range(len(rots)):
+        phi, jinv = np.empty(3), np.empty((3, 3))
+        so3_log(kernel_array(rots[k]), phi)
+        log_inverse_jacobian(phi, jinv)
+        np.testing.assert_allclose(phi, phi_ref[k], rtol=0, atol=ROUND_OFF * max(1.0, np.abs(phi_ref[k]).max()))
+        np.testing.assert_allclose(jinv, jinv_ref[k], rtol=0, atol=ROUND_OFF * np.abs(jinv_ref[k]).max())

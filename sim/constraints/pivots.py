@@ -25,6 +25,8 @@ from types import MappingProxyType
 import numpy as np
 
 from .. import lie
+from ..jit import kernel_array
+from ..kernels import constraints as constraint_kernels
 from .base import (
     ALL_DOFS,
     ROTATION_DOFS,
@@ -42,6 +44,14 @@ from .params import (
     finite_vector3,
 )
 from .rotation_log import log_and_inverse_jacobian, log_hessian_contracted
+
+
+_NO_JACOBIAN = np.zeros((0, 0, 3, 6))  # the kernels' Jacobian output when none is asked for (never written)
+
+
+def _kernel_outputs(num_worlds: int, num_constraints: int, with_jacobian: bool):
+    g = np.empty((num_worlds, num_constraints, 3))
+    return g, (np.empty((num_worlds, num_constraints, 3, 6)) if with_jacobian else _NO_JACOBIAN)
 
 
 def _point_terms(g: np.ndarray, arm: np.ndarray, with_jacobian: bool) -> ConstraintKinematics:
@@ -83,6 +93,14 @@ class RigidPivotPositionConstraints(RigidConstraintSet):
         c, r = self._gather(com_position, rotation, 0)
         arm = self._arm(r, self._data["local_position"], 0)
         return _point_terms(c + arm - targets["position"], arm, with_jacobian)
+
+    def _values_kernel(self, com_position, rotation, world_rows, targets, with_jacobian):
+        arm_local = self._data["local_position"] - self.com_local[self.actors[:, 0]]
+        g, jac = _kernel_outputs(com_position.shape[0], len(self), with_jacobian)
+        constraint_kernels.point_pivot_values(
+            com_position, rotation, kernel_array(self.actors[:, 0], np.int64), kernel_array(world_rows, np.int64),
+            kernel_array(arm_local), kernel_array(targets["position"]), with_jacobian, g, jac)
+        return g, (jac if with_jacobian else None)
 
     def guess_on_targets(self, ctx, guess_c: np.ndarray, guess_r: np.ndarray) -> np.ndarray:
         """Newton start for ``InitialGuess.CONSTANT_VELOCITY_AND_TARGETS``: every dynamic actor held by exactly one
@@ -153,6 +171,13 @@ class RigidPivotRotationConstraints(RigidConstraintSet):
     def set_target_rotation(self, index: int, rotation_matrix, worlds=None) -> None:
         """World target rotation: (3, 3) or one per selected world."""
         self._assign_target("rotation", index, rotation_matrix, worlds, as_rotation_batch)
+
+    def _values_kernel(self, com_position, rotation, world_rows, targets, with_jacobian):
+        g, jac = _kernel_outputs(rotation.shape[0], len(self), with_jacobian)
+        constraint_kernels.rotation_pivot_values(
+            rotation, kernel_array(self.actors[:, 0], np.int64), kernel_array(world_rows, np.int64),
+            kernel_array(self._data["local_rotation"]), kernel_array(targets["rotation"]), with_jacobian, g, jac)
+        return g, (jac if with_jacobian else None)
 
     def _kinematics(self, com_position, rotation, targets, frozen, with_jacobian):
         _, r = self._gather(com_position, rotation, 0)
