@@ -68,4 +68,8 @@ def kernel(fn=None, **options):
 
 def kernel_array(value, dtype=np.float64) -> np.ndarray:
     """``value`` as a C-contiguous, writable array of ``dtype`` (a copy only when it is not one already)."""
+    if type(value) is np.ndarray and value.dtype == dtype:  # the usual case, without np.require's ~7 us
+        flags = value.flags
+        if flags.c_contiguous and flags.writeable and flags.aligned:
+            return value
     return np.require(value, dtype=dtype, requirements=("C", "W", "A"))

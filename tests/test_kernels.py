@@ -170,3 +170,64 @@ def test_rotation_log_kernels_equal_numpy_on_small_mid_and_near_pi_angles():
         log_inverse_jacobian(phi, jinv)
         np.testing.assert_allclose(phi, phi_ref[k], rtol=0, atol=ROUND_OFF * max(1.0, np.abs(phi_ref[k]).max()))
         np.testing.assert_allclose(jinv, jinv_ref[k], rtol=0, atol=ROUND_OFF * np.abs(jinv_ref[k]).max())
+
+
+# --- contact -----------------------------------------------------------------------------------------------------
+
+
+def _contact_cases():
+    from superdex_gym.sim.contact.colliders import BoxCollider, PlaneCollider, SphereCollider
+
+    turned = lie.exp_so3(np.array([0.2, -0.4, 0.1]))
+    return {
+        "plane": (PlaneCollider([0, 1, 0], 0.0), 0.0),
+        # radius 1 m: |y - c| - r loses log10(r / |phi|) digits, 3 of them at r = 10 m and 1 cm depth
+        "sphere": (SphereCollider([0.0, 0.0, 0.0], 1.0), -1.0),
+        "box": (BoxCollider([0.0, 0.0, 0.0], [1.0, 0.3, 1.0]), -0.3),
+        "rotated box": (BoxCollider([0.05, 0.0, -0.02], [0.2, 0.3, 0.25], turned), -0.3),
+    }
+
+
+@pytest.mark.parametrize("collider", ["plane", "sphere", "box", "rotated box"])
+@pytest.mark.parametrize("static_collider", [True, False], ids=["static", "dynamic"])
+@pytest.mark.parametrize("mode", ["default", "implicit load", "no fade", "cinf", "exact coulomb", "frictionless"])
+def test_contact_kernel_equals_numpy_oracle(collider, static_collider, mode):
+    """The contact kernel (every sample, pair and world in one call) against the numpy evaluation, in the slip,
+    ramp and deep regimes at once (random small rotations, 2 mm stage motion, 4 worlds, one of them apart so the
+    broad phase drops it); coupling blocks too when both bodies are dynamic."""
+    from test_contact_potential import FRICTION, FRICTIONLESS, two_body_setup
+    from superdex_gym.sim.contact.params import ContactEvalConfig
+    from helpers import dense_hessian
+
+    config = {
+        "default": ContactEvalConfig(), "implicit load": ContactEvalConfig(implicit_normal_force_for_dissipation=True),
+        "no fade": ContactEvalConfig(fade_friction=False), "cinf": ContactEvalConfig(friction_model="CINF_REGULARIZED"),
+        "exact coulomb": ContactEvalConfig(fitted_friction_hessian=False), "frictionless": ContactEvalConfig(),
+    }[mode]
+    params = FRICTIONLESS if mode == "frictionless" else FRICTION
+    pot, ctx, com, rot = two_body_setup(_contact_cases()[collider], params, static_collider,
+                                        np.random.default_rng(4), config=config, gap=-0.01, stage_motion=2e-3,
+                                        worlds=4)
+    assert pot.uses_kernel
+    com[3, 0, 1] += 5.0  # world 3: far above, no contact
+    for want_hessian in (False, True):
+        got = pot.evaluate(ctx, com, rot, want_hessian)
+        ref = pot.evaluate_numpy(ctx, com, rot, want_hessian)
+        assert np.all(ref.energy[:3] > 0) and ref.energy[3] == 0.0
+        assert_close(got.energy, ref.energy)
+        assert_close(got.gradient, ref.gradient)
+        if want_hessian:
+            assert len(got.couplings) == len(ref.couplings) == (0 if static_collider else 1)
+            assert_close(dense_hessian(got), dense_hessian(ref))
+
+
+def test_contact_configurations_outside_the_kernel_take_the_numpy_path_by_construction():
+    from test_contact_potential import EXACT, FRICTION, ground_colliders, two_body_setup
+    from superdex_gym.sim.contact.params import ContactEvalConfig
+
+    rng = np.random.default_rng(0)
+    assert not two_body_setup(ground_colliders()["plane"], FRICTION, True, rng, config=EXACT)[0].uses_kernel
+    explicit = ContactEvalConfig(explicit_normals=True)
+    assert not two_body_setup(ground_colliders()["plane"], FRICTION, True, rng, config=explicit)[0].uses_kernel
+    grid = ground_colliders()["sdf"]
+    assert not two_body_setup(grid, FRICTION, True, rng, config=ContactEvalConfig())[0].uses_kernel

@@ -48,18 +48,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..potentials.base import Potential, PotentialTerms, StageContext
+from ..jit import kernel_array
+from ..kernels import contact as contact_kernels
+from ..potentials.base import Coupling, Potential, PotentialTerms, StageContext
 from .params import ContactEvalConfig, ContactParams
 from .colliders import BoxCollider, PlaneCollider, SphereCollider, box_sdf_components, plane_sdf_components
 from .colliders import sphere_sdf_components
 from .friction import alignment_gate_from_cosine, dissipation_energy_components, dissipation_normal_components
 from .penalty import PenaltyScalar, penalty_energy_components, penalty_scalar
+from .ramp import CoulombFrictionModel
 from .rigid_assembly import ContactRows, CouplingSlots, assemble_rigid_contact
 from .sdf_values import SdfBound
 
 __all__ = ["ContactSamples", "BodyCollider", "ContactPair", "ContactPoints", "ContactReport", "ContactPotential"]
 
 DEFAULT_BROAD_PHASE_MARGIN_M = 0.005  # slack on conservative bounds; covers grid interpolation error
+_NO_BLOCKS = np.zeros((0, 0, 6, 6))  # the kernel's Hessian / coupling output when none is asked for (never written)
 
 
 @dataclass(frozen=True)
@@ -160,7 +164,9 @@ def _bound_distance(is_half: np.ndarray, vec: np.ndarray, scalar: np.ndarray, y:
 
 # Collider kinds evaluated by the batched analytic kernels; anything else (grid SDF, exact mesh, user fields) is
 # GENERIC: its own evaluate() and its SdfBound for the per-sample broad phase.
-_PLANE, _SPHERE, _BOX, _GENERIC = 0, 1, 2, 3
+_PLANE, _SPHERE, _BOX, _GENERIC = contact_kernels.PLANE, contact_kernels.SPHERE, contact_kernels.BOX, 3
+_FRICTION_MODEL_CODE = {CoulombFrictionModel.C1_REGULARIZED: contact_kernels.C1_REGULARIZED,
+                        CoulombFrictionModel.CINF_REGULARIZED: contact_kernels.CINF_REGULARIZED}
 
 
 def _collider_kind(collider) -> int:
@@ -362,12 +368,63 @@ class ContactPotential(Potential):
             slot_of_pair=self._slot,
             flip_of_pair=self._slot_flip,
         )
+        self._init_kernel_arrays()
+
+    def _init_kernel_arrays(self) -> None:
+        """The frozen arrays of the contact kernel (sim/kernels/contact.py) and whether this potential's
+        configuration is in its scope: analytic colliders only, current-geometry dissipation, Gauss-Newton
+        Hessian. Other configurations evaluate with numpy (`evaluate_numpy`), decided here once."""
+        cfg = self.config
+        self.uses_kernel = bool(not cfg.explicit_normals and not cfg.exact_geometric_hessian
+                                and np.all(self._c_kind != _GENERIC))
+        if not self.uses_kernel:
+            return
+        ka = kernel_array
+        self._kernel_samples = contact_kernels.ContactSampleArrays(
+            points=ka(self._pts), normals=ka(self._nrm), weights=ka(self._wts), start=ka(self._start, np.int64),
+            count=ka(self._count, np.int64))
+        self._kernel_pairs = contact_kernels.ContactPairArrays(
+            colliding=ka(self._pa, np.int64), collider=ka(self._pb, np.int64), collider_index=ka(self._pc, np.int64),
+            k=ka(self._k), eps=ka(self._eps), delta=ka(self._delta), mu=ka(self._mu), c_t=ka(self._ct),
+            c_n=ka(self._cn), falloff_vel=ka(self._vf), max_alignment=ka(self._m),
+            use_collider_normal=ka(self._fwcn, np.bool_), dissipative=ka(self._dissipative, np.bool_),
+            reach=ka(self._reach), sphere_center=ka(self._p_sphere_c.T), sphere_radius=ka(self._p_sphere_r),
+            bound_is_half=ka(self._p_is_half, np.bool_), bound_vector=ka(self._p_vec.T),
+            bound_scalar=ka(self._p_scalar), slot=ka(self._slot, np.int64), flip=ka(self._slot_flip, np.bool_))
+        self._kernel_colliders = contact_kernels.ContactColliderArrays(
+            kind=ka(self._c_kind, np.int64), center=ka(self._c_center.T), half_extents=ka(self._c_box_half.T),
+            rotation=ka(np.moveaxis(self._c_rot, 2, 0)), radius=ka(self._c_radius), normal=ka(self._c_normal.T),
+            offset=ka(self._c_offset))
 
     # -- public API --------------------------------------------------------------------------------------------
 
     def evaluate(
         self, ctx: StageContext, com_position: np.ndarray, rotation: np.ndarray, want_hessian: bool
     ) -> PotentialTerms:
+        if not self.uses_kernel:
+            return self.evaluate_numpy(ctx, com_position, rotation, want_hessian)
+        com, rot, com0, rot0 = self._check_state(ctx, com_position, rotation)
+        num_worlds = com.shape[0]
+        terms = PotentialTerms.zeros(num_worlds, self.num_bodies, want_hessian)
+        slots = self._coupling_slots
+        num_slots = slots.body_a.shape[0]
+        block = np.zeros((num_worlds, num_slots, 6, 6)) if want_hessian and num_slots else _NO_BLOCKS
+        cfg = self.config
+        coupled = contact_kernels.contact_terms(
+            self._kernel_samples, self._kernel_pairs, self._kernel_colliders, kernel_array(com), kernel_array(rot),
+            kernel_array(com0), kernel_array(rot0), float(ctx.stage_dt), _FRICTION_MODEL_CODE[cfg.friction_model],
+            bool(cfg.fade_friction), bool(cfg.implicit_normal_force_for_dissipation),
+            bool(cfg.fitted_friction_hessian), bool(want_hessian), terms.energy, terms.gradient,
+            terms.hessian_diag if want_hessian else _NO_BLOCKS, block)
+        if coupled:  # without coupled rows the Newton system stays block-diagonal (as in assemble_rigid_contact)
+            terms.couplings.append(Coupling(slots.body_a.copy(), slots.body_b.copy(), block))
+        return terms
+
+    def evaluate_numpy(
+        self, ctx: StageContext, com_position: np.ndarray, rotation: np.ndarray, want_hessian: bool
+    ) -> PotentialTerms:
+        """The numpy evaluation: the kernel's oracle, and the path of the configurations outside its scope
+        (`uses_kernel`)."""
         rows = self._rows(ctx, com_position, rotation, want_hessian)
         num_worlds = np.shape(com_position)[0]
         return assemble_rigid_contact(rows, num_worlds, self.num_bodies, self._coupling_slots, want_hessian)

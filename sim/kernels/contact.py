@@ -1,0 +1,308 @@
+"""The contact potential as one kernel: broad phase, analytic collider SDFs (plane, sphere, box), alignment gate,
+penalty, dissipation and rigid assembly, looping worlds x pairs x samples (sim/contact/potential.py,
+penalty.py, friction.py and rigid_assembly.py hold the formulas and the numpy oracle, `ContactPotential._rows`).
+
+Scope: the analytic colliders, current-geometry dissipation (``explicit_normals=False``) and the Gauss-Newton
+Hessian (``exact_geometric_hessian=False``), i.e. the reference's defaults; the potential decides at
+construction which path a configuration takes (`ContactPotential.uses_kernel`). Per row (a sample of the
+colliding body A against the collider of body B, collider frame Y = R_B^T (c_A + R_A X - c_B)):
+
+    E = w [ k/2 h(-phi)^2 + lam_d (mu f(|dp_t|) + c_t/(2 dt) |dp_t|^2 + c_n/(2 dt) dp_n^2) ],  dp = Y - Y0
+
+with dE/dY, d^2E/dY^2 rotated to the world (g = R_B dE/dY, H = R_B d2E R_B^T) and chained to both bodies with
+J_A = [1, -skew(r)], J_B = -[1, -skew(u)] (r = x - c_A, u = x - c_B).
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from ..jit import kernel
+
+PLANE, SPHERE, BOX = 0, 1, 2
+C1_REGULARIZED, CINF_REGULARIZED = 0, 1
+_ZERO_GRADIENT_NORM = 1e-9  # friction._ZERO_GRADIENT_NORM
+_CINF_MIN_EPS = np.finfo(np.float64).eps  # ramp._CINF_MIN_EPS
+
+# Frozen model arrays of one ContactPotential, three typed structures (row-major, C-contiguous).
+ContactSampleArrays = namedtuple("ContactSampleArrays", "points normals weights start count")
+ContactPairArrays = namedtuple(
+    "ContactPairArrays",
+    "colliding collider collider_index k eps delta mu c_t c_n falloff_vel max_alignment use_collider_normal "
+    "dissipative reach sphere_center sphere_radius bound_is_half bound_vector bound_scalar slot flip")
+ContactColliderArrays = namedtuple("ContactColliderArrays", "kind center half_extents rotation radius normal offset")
+
+
+@kernel
+def _sdf(kind, cl, col, y, grad, want_grad):
+    """phi of collider ``cl`` at collider-frame point y (3,); its raw gradient into ``grad`` when asked."""
+    if kind == PLANE:
+        n = col.normal[cl]
+        phi = (y[0] * n[0] + y[1] * n[1]) + y[2] * n[2] - col.offset[cl]
+        if want_grad:
+            grad[0], grad[1], grad[2] = n[0], n[1], n[2]
+        return phi
+    if kind == SPHERE:
+        c = col.center[cl]
+        d0, d1, d2 = y[0] - c[0], y[1] - c[1], y[2] - c[2]
+        dist = np.sqrt((d0 * d0 + d1 * d1) + d2 * d2)
+        if want_grad:
+            if dist <= 0.0:
+                grad[0], grad[1], grad[2] = 0.0, 1.0, 0.0
+            else:
+                grad[0], grad[1], grad[2] = d0 / dist, d1 / dist, d2 / dist
+        return dist - col.radius[cl]
+    # BOX: local_j = sum_i d_i R_ij; q = |local| - e; phi = |max(q, 0)| + min(max_j q_j, 0)
+    c = col.center[cl]
+    rot = col.rotation[cl]
+    e = col.half_extents[cl]
+    d0, d1, d2 = y[0] - c[0], y[1] - c[1], y[2] - c[2]
+    l0 = (d0 * rot[0, 0] + d1 * rot[1, 0]) + d2 * rot[2, 0]
+    l1 = (d0 * rot[0, 1] + d1 * rot[1, 1]) + d2 * rot[2, 1]
+    l2 = (d0 * rot[0, 2] + d1 * rot[1, 2]) + d2 * rot[2, 2]
+    q0, q1, q2 = abs(l0) - e[0], abs(l1) - e[1], abs(l2) - e[2]
+    p0, p1, p2 = max(q0, 0.0), max(q1, 0.0), max(q2, 0.0)
+    out = np.sqrt((p0 * p0 + p1 * p1) + p2 * p2)
+    q_max = max(max(q0, q1), q2)
+    phi = out + min(q_max, 0.0)
+    if want_grad:
+        if out > 0.0:
+            g0, g1, g2 = p0 / out, p1 / out, p2 / out
+        elif q0 >= q_max:  # inside: the nearest face, the first axis on a tie
+            g0, g1, g2 = 1.0, 0.0, 0.0
+        elif q1 >= q_max:
+            g0, g1, g2 = 0.0, 1.0, 0.0
+        else:
+            g0, g1, g2 = 0.0, 0.0, 1.0
+        g0 = -g0 if l0 < 0.0 else g0
+        g1 = -g1 if l1 < 0.0 else g1
+        g2 = -g2 if l2 < 0.0 else g2
+        for i in range(3):
+            grad[i] = (rot[i, 0] * g0 + rot[i, 1] * g1) + rot[i, 2] * g2
+    return phi
+
+
+@kernel
+def _poly_relu(x, t, shift):
+    """(h, h', h'') of ramp.poly_relu."""
+    y = x - shift
+    if t <= 0.0 or abs(y) >= t:
+        if y > 0.0:
+            return y, 1.0, 0.0
+        return 0.0, 0.0, 0.0
+    s = y / t
+    s3 = s * s * s
+    value = 3.0 * t / 16.0 + (0.5 + 0.375 * s - s3 / 16.0) * y
+    d1 = 0.5 + 0.75 * s - 0.25 * s3
+    d2 = 0.75 * (1.0 - s * s) / t
+    return max(0.0, value), min(max(d1, 0.0), 1.0), max(0.0, d2)
+
+
+@kernel
+def _smoother(model, x, t):
+    """(f, f', f'', f'/x) of ramp.step_c1 / ramp.step_cinf."""
+    if model == C1_REGULARIZED:
+        if x >= t:
+            d1_over_x = 1.0 / x if x > 0.0 else 0.0
+            return x - t / 3.0, 1.0, 0.0, d1_over_x
+        r = x / t
+        d1_over_x = (2.0 - r) / t
+        return x * r * (1.0 - r / 3.0), x * d1_over_x, 2.0 * (1.0 - r) / t, d1_over_x
+    eps = max(t, _CINF_MIN_EPS)
+    quarter = 0.25 * eps * eps
+    s = np.sqrt(x * x + quarter)
+    inv_s = 1.0 / s
+    return s - 0.5 * eps, x * inv_s, quarter * inv_s * inv_s * inv_s, inv_s
+
+
+@kernel
+def _add_jt_h_j(h, lever_a, lever_b, scale, out):
+    """out += scale * J(lever_a)^T h J(lever_b), J(v) = [1, -skew(v)] (3 x 6)."""
+    ja = np.empty((3, 6))
+    jb = np.empty((3, 6))
+    for j, v in ((ja, lever_a), (jb, lever_b)):
+        for i in range(3):
+            for k in range(3):
+                j[i, k] = 1.0 if i == k else 0.0
+        j[0, 3], j[0, 4], j[0, 5] = 0.0, v[2], -v[1]
+        j[1, 3], j[1, 4], j[1, 5] = -v[2], 0.0, v[0]
+        j[2, 3], j[2, 4], j[2, 5] = v[1], -v[0], 0.0
+    hj = np.empty((3, 6))
+    for i in range(3):
+        for k in range(6):
+            hj[i, k] = h[i, 0] * jb[0, k] + h[i, 1] * jb[1, k] + h[i, 2] * jb[2, k]
+    for m in range(6):
+        for k in range(6):
+            out[m, k] += scale * (ja[0, m] * hj[0, k] + ja[1, m] * hj[1, k] + ja[2, m] * hj[2, k])
+
+
+@kernel
+def contact_terms(smp, prs, col, com, rot, com0, rot0, stage_dt, friction_model, fade_friction,
+                  implicit_normal_force, fitted_hessian, want_hessian, energy_out, grad_out, hess_out, coupling_out):
+    """Add every world's contact terms into energy_out (W,), grad_out (W, N, 6), hess_out (W, N, 6, 6) and the
+    coupling blocks coupling_out (W, S, 6, 6) of the pairs' slots; returns True when some row coupled two
+    dynamic bodies (the caller then passes the blocks to the solver)."""
+    coupled = False
+    y = np.empty(3)
+    y0 = np.empty(3)
+    grad = np.empty(3)
+    na = np.empty(3)
+    x = np.empty(3)
+    r = np.empty(3)
+    u = np.empty(3)
+    de = np.empty(3)
+    d2e = np.empty((3, 3))
+    g = np.empty(3)
+    h = np.empty((3, 3))
+    rd = np.empty((3, 3))
+    dummy = np.empty(3)
+    blk = np.empty((6, 6))
+    for w in range(com.shape[0]):
+        e_world = 0.0
+        for p in range(prs.colliding.shape[0]):
+            a, b, cl = prs.colliding[p], prs.collider[p], prs.collider_index[p]
+            kind = col.kind[cl]
+            ca, cb, ra, rb = com[w, a], com[w, b], rot[w, a], rot[w, b]
+            # Broad phase: the sample sphere's centre in B's frame against the collider's bound (exact for boxes).
+            sc = prs.sphere_center[p]
+            for i in range(3):
+                x[i] = ca[i] + ((ra[i, 0] * sc[0] + ra[i, 2] * sc[2]) + ra[i, 1] * sc[1]) - cb[i]
+            for i in range(3):
+                y[i] = (rb[0, i] * x[0] + rb[1, i] * x[1]) + rb[2, i] * x[2]
+            if kind == BOX:
+                lb = _sdf(kind, cl, col, y, dummy, False)
+            elif prs.bound_is_half[p]:
+                v = prs.bound_vector[p]
+                lb = (y[0] * v[0] + y[2] * v[2]) + y[1] * v[1] - prs.bound_scalar[p]
+            else:
+                v = prs.bound_vector[p]
+                d0, d1, d2 = y[0] - v[0], y[1] - v[1], y[2] - v[2]
+                lb = np.sqrt((d0 * d0 + d1 * d1) + d2 * d2) - prs.bound_scalar[p]
+            if not (lb - prs.sphere_radius[p] <= prs.reach[p]):
+                continue
+            delta = prs.delta[p]
+            k, eps = prs.k[p], prs.eps[p]
+            ca0, cb0, ra0, rb0 = com0[w, a], com0[w, b], rot0[w, a], rot0[w, b]
+            s0 = smp.start[a]
+            for s in range(s0, s0 + smp.count[a]):
+                xs = smp.points[s]
+                for i in range(3):
+                    x[i] = ca[i] + ((ra[i, 0] * xs[0] + ra[i, 2] * xs[2]) + ra[i, 1] * xs[1])
+                    r[i] = x[i] - ca[i]
+                    u[i] = x[i] - cb[i]
+                for i in range(3):
+                    y[i] = (rb[0, i] * u[0] + rb[1, i] * u[1]) + rb[2, i] * u[2]
+                phi = _sdf(kind, cl, col, y, grad, True)
+                if not (phi < delta):
+                    continue
+                # Alignment gate with the colliding normal N_A = R_B^T R_A n_A.
+                ns = smp.normals[s]
+                for i in range(3):
+                    dummy[i] = (ra[i, 0] * ns[0] + ra[i, 2] * ns[2]) + ra[i, 1] * ns[1]
+                for i in range(3):
+                    na[i] = (rb[0, i] * dummy[0] + rb[1, i] * dummy[1]) + rb[2, i] * dummy[2]
+                cos_a = (grad[0] * na[0] + grad[2] * na[2]) + grad[1] * na[1]
+                m_align = prs.max_alignment[p]
+                if not (cos_a <= m_align):
+                    continue
+                fade = (m_align - cos_a) / (m_align + 1.0) if (fade_friction and m_align > -1.0) else 1.0
+                # Penalty: h = poly_relu(-phi, eps, eps - delta), w = k/2 h^2, dw/dphi = -k h h'.
+                hv, h1, h2 = _poly_relu(-phi, eps, eps - delta)
+                load_pen = k * hv * h1
+                e_row = 0.5 * k * hv * hv
+                d2_phi = k * (h1 * h1 + hv * h2)
+                for i in range(3):
+                    de[i] = -load_pen * grad[i]
+                    for j in range(3):
+                        d2e[i, j] = d2_phi * (grad[i] * grad[j]) if want_hessian else 0.0
+                if prs.dissipative[p]:
+                    # Stage-start pullback Y0 = R_B0^T (c_A0 + R_A0 X - c_B0); dp = Y - Y0.
+                    for i in range(3):
+                        dummy[i] = ca0[i] + ((ra0[i, 0] * xs[0] + ra0[i, 2] * xs[2]) + ra0[i, 1] * xs[1]) - cb0[i]
+                    for i in range(3):
+                        y0[i] = (rb0[0, i] * dummy[0] + rb0[1, i] * dummy[1]) + rb0[2, i] * dummy[2]
+                    dp0, dp1, dp2 = y[0] - y0[0], y[1] - y0[1], y[2] - y0[2]
+                    if implicit_normal_force:
+                        load_phi = phi
+                    else:  # reconstructed stage-start distance d0 = phi - G . dp
+                        load_phi = phi - ((grad[0] * dp0 + grad[2] * dp2) + grad[1] * dp1)
+                    lv, l1, _ = _poly_relu(-load_phi, eps, eps - delta)
+                    lam = fade * (k * lv * l1)
+                    # Friction normal: G/|G| (or -N_A where |G| vanishes, or when the pair uses -N_A).
+                    if prs.use_collider_normal[p]:
+                        gn = np.sqrt((grad[0] * grad[0] + grad[1] * grad[1]) + grad[2] * grad[2])
+                        if gn < _ZERO_GRADIENT_NORM:
+                            n0, n1, n2 = -na[0], -na[1], -na[2]
+                        else:
+                            n0, n1, n2 = grad[0] / gn, grad[1] / gn, grad[2] / gn
+                    else:
+                        n0, n1, n2 = -na[0], -na[1], -na[2]
+                    mu = prs.mu[p]
+                    c_t = prs.c_t[p] / stage_dt
+                    c_n = prs.c_n[p] / stage_dt
+                    dp_n = (dp0 * n0 + dp2 * n2) + dp1 * n1
+                    t0, t1, t2 = dp0 - dp_n * n0, dp1 - dp_n * n1, dp2 - dp_n * n2
+                    slip = np.sqrt((t0 * t0 + t1 * t1) + t2 * t2)
+                    f, _, f2, f1x = _smoother(friction_model, slip, prs.falloff_vel[p] * stage_dt)
+                    e_row += lam * (mu * f + 0.5 * c_t * slip * slip + 0.5 * c_n * dp_n * dp_n)
+                    tangent = mu * f1x + c_t
+                    de[0] += lam * (tangent * t0 + (c_n * dp_n) * n0)
+                    de[1] += lam * (tangent * t1 + (c_n * dp_n) * n1)
+                    de[2] += lam * (tangent * t2 + (c_n * dp_n) * n2)
+                    if want_hessian:
+                        nv = (n0, n1, n2)
+                        tv = (t0, t1, t2)
+                        exact_c = 0.0
+                        if not fitted_hessian and slip > 0.0:
+                            exact_c = lam * mu * (f2 - f1x) / (slip * slip)
+                        for i in range(3):
+                            for j in range(3):
+                                nn = nv[i] * nv[j]
+                                eye = 1.0 if i == j else 0.0
+                                d2e[i, j] += lam * (tangent * (eye - nn) + c_n * nn) + exact_c * (tv[i] * tv[j])
+                wt = smp.weights[s]
+                e_world += wt * e_row
+                # World gradient g = w R_B dE and Hessian H = w R_B d2E R_B^T.
+                for i in range(3):
+                    g[i] = wt * ((rb[i, 0] * de[0] + rb[i, 2] * de[2]) + rb[i, 1] * de[1])
+                gr = grad_out[w, a]
+                gu = grad_out[w, b]
+                gr[0] += g[0]
+                gr[1] += g[1]
+                gr[2] += g[2]
+                gr[3] += r[1] * g[2] - r[2] * g[1]
+                gr[4] += r[2] * g[0] - r[0] * g[2]
+                gr[5] += r[0] * g[1] - r[1] * g[0]
+                gu[0] -= g[0]
+                gu[1] -= g[1]
+                gu[2] -= g[2]
+                gu[3] -= u[1] * g[2] - u[2] * g[1]
+                gu[4] -= u[2] * g[0] - u[0] * g[2]
+                gu[5] -= u[0] * g[1] - u[1] * g[0]
+                if want_hessian:
+                    for i in range(3):
+                        for j in range(3):
+                            rd[i, j] = (rb[i, 0] * d2e[0, j] + rb[i, 1] * d2e[1, j]) + rb[i, 2] * d2e[2, j]
+                    for i in range(3):
+                        for j in range(3):
+                            h[i, j] = wt * ((rd[i, 0] * rb[j, 0] + rd[i, 1] * rb[j, 1]) + rd[i, 2] * rb[j, 2])
+                    _add_jt_h_j(h, r, r, 1.0, hess_out[w, a])
+                    _add_jt_h_j(h, u, u, 1.0, hess_out[w, b])
+                    slot = prs.slot[p]
+                    if slot >= 0:
+                        coupled = True
+                        blk[:] = 0.0
+                        _add_jt_h_j(h, r, u, -1.0, blk)  # H_AB = J_A^T H J_B, J_B = -J(u)
+                        target = coupling_out[w, slot]
+                        if prs.flip[p]:
+                            for i in range(6):
+                                for j in range(6):
+                                    target[i, j] += blk[j, i]
+                        else:
+                            for i in range(6):
+                                for j in range(6):
+                                    target[i, j] += blk[i, j]
+        energy_out[w] += e_world
+    return coupled
