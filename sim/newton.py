@@ -179,8 +179,8 @@ def _apply(com_position, rotation, dx, lam, mask, dyn_idx=None):
 def newton_solve(potentials, ctx: StageContext, com_position, rotation, params: NonLinearSolverParams) -> NewtonResult:
     """Newton over the worlds of ``ctx`` (see the module docstring), as named stages of a `_NewtonRun`:
 
-        per iteration: finishing_status -> retire the finished worlds -> newton_direction -> step_test
-        -> line_search
+        per iteration: [remember_best] -> finishing_status -> retire the finished worlds -> newton_direction
+        -> step_test -> line_search
 
     The iteration works on a compacted batch: when worlds finish (converged, stopped, diverged) their iterate and
     residual are written to the result and every array, the context included, shrinks to the worlds still
@@ -191,9 +191,11 @@ def newton_solve(potentials, ctx: StageContext, com_position, rotation, params: 
     for it in range(params.max_iter + 1):
         if params.verbosity is Verbosity.VERBOSE:
             run.log_iteration(it)
-        fin = run.finishing_status(it)
+        if params.best_iterate_on_stop:
+            run.remember_best()
+        fin, capped = run.finishing_status(it)
         finished = fin != ConvergenceStatus.NOT_STARTED.value
-        if np.any(finished) and run.retire(finished, fin[finished]).size == 0:
+        if np.any(finished) and run.retire(finished, fin[finished], capped[finished]).size == 0:
             break
         dx = run.newton_direction()
         if dx is None:  # every remaining world's solve failed: nothing to search
@@ -232,6 +234,10 @@ class _NewtonRun:
         self.dyn = ~self.bodies.is_static
         self.dyn_idx = np.flatnonzero(self.dyn)
         self.stop_next = np.zeros(num_worlds, dtype=bool)  # last raw increment below rel_step_tol
+        # best_iterate_on_stop: the lowest-|r| iterate of each working-set world so far and its terms' gradient.
+        if params.best_iterate_on_stop:
+            self.best_norm = np.full(num_worlds, np.inf)
+            self.best_c, self.best_rot, self.best_grad = self.c.copy(), self.rot.copy(), self.terms.gradient.copy()
 
     def context_of(self, rows):
         """The stage context of the batch worlds ``rows`` (cached: line searches revisit the same sets)."""
@@ -279,8 +285,18 @@ class _NewtonRun:
                     self.idx.size, float(_residual_norm(self.terms.gradient).max()), float(rho.max()),
                     int(self.idx[worst[0]]), int(worst[1]))
 
-    def finishing_status(self, it) -> np.ndarray:
-        """Per working-set world, the status it finishes with at iteration ``it`` (NOT_STARTED: keeps going)."""
+    def remember_best(self) -> None:
+        """Keep, per working-set world, the iterate with the lowest residual norm seen (best_iterate_on_stop)."""
+        norm = _residual_norm(self.terms.gradient)
+        better = norm < self.best_norm
+        if np.any(better):
+            self.best_norm[better] = norm[better]
+            self.best_c[better], self.best_rot[better] = self.c[better], self.rot[better]
+            self.best_grad[better] = self.terms.gradient[better]
+
+    def finishing_status(self, it):
+        """Per working-set world, the status it finishes with at iteration ``it`` (NOT_STARTED: keeps going), and
+        which of them stop at the iteration cap or the time limit."""
         params = self.params
         fin = np.full(self.idx.size, ConvergenceStatus.NOT_STARTED.value)
         fin[self.stop_next] = ConvergenceStatus.STOPPED.value
@@ -293,20 +309,30 @@ class _NewtonRun:
             fin[bad] = ConvergenceStatus.DIVERGED.value
         last = it == params.max_iter or (
             params.max_elapsed_time_seconds > 0 and time.perf_counter() - self.start > params.max_elapsed_time_seconds)
+        capped = np.zeros(self.idx.size, dtype=bool)
         if last:
-            fin[fin == ConvergenceStatus.NOT_STARTED.value] = ConvergenceStatus.STOPPED.value
-        return fin
+            capped = fin == ConvergenceStatus.NOT_STARTED.value
+            fin[capped] = ConvergenceStatus.STOPPED.value
+        return fin, capped
 
-    def retire(self, done, new_status):
+    def retire(self, done, new_status, capped=None):
         """Write the working-set worlds ``done`` (mask) to the result with ``new_status`` and drop them from the
-        working set (every per-world array and the context). Returns the positions kept."""
+        working set (every per-world array and the context). ``capped`` (one flag per retired world): stopped at
+        the cap, so with best_iterate_on_stop their best iterate is written. Returns the positions kept."""
         rows = self.idx[done]
         self.status[rows] = new_status
         self.out_c[rows], self.out_r[rows], self.out_grad[rows] = self.c[done], self.rot[done], self.terms.gradient[done]
+        if self.params.best_iterate_on_stop and capped is not None and np.any(capped):
+            best = np.flatnonzero(done)[capped]
+            self.out_c[rows[capped]], self.out_r[rows[capped]] = self.best_c[best], self.best_rot[best]
+            self.out_grad[rows[capped]] = self.best_grad[best]
         keep = np.flatnonzero(~done)
         self.idx, self.c, self.rot = self.idx[keep], self.c[keep], self.rot[keep]
         self.terms = _take_terms(self.terms, keep)
         self.project_always, self.rho0, self.norm0 = self.project_always[keep], self.rho0[keep], self.norm0[keep]
+        if self.params.best_iterate_on_stop:
+            self.best_norm, self.best_grad = self.best_norm[keep], self.best_grad[keep]
+            self.best_c, self.best_rot = self.best_c[keep], self.best_rot[keep]
         if keep.size:
             self.wctx = self.context_of(self.idx)
         return keep
