@@ -42,11 +42,14 @@ class Bodies:
             is_static=kernel_array(self.is_static, np.bool_),
             has_gravity=kernel_array(self.has_gravity, np.bool_),
             rotational_inertia=kernel_array(~self.is_static & ~self.newton_euler, np.bool_),
+            inertia=kernel_array(self.inertia),
+            newton_euler=kernel_array(~self.is_static & self.newton_euler, np.bool_),
         )
 
 
-# Per-body arrays for the kernels; rotational_inertia (N,) marks the bodies of the incremental-potential form.
-BodyKernelArrays = namedtuple("BodyKernelArrays", "mass second_moment is_static has_gravity rotational_inertia")
+# Per-body arrays for the kernels; rotational_inertia / newton_euler (N,) mark the dynamic bodies of each form.
+BodyKernelArrays = namedtuple("BodyKernelArrays",
+                              "mass second_moment is_static has_gravity rotational_inertia inertia newton_euler")
 
 
 @dataclass(frozen=True)

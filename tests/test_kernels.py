@@ -18,8 +18,8 @@ from superdex_gym.sim import lie
 from superdex_gym.sim.jit import kernel_array
 from superdex_gym.sim.model import compile_bodies
 from superdex_gym.sim.potentials.base import StageContext
-from superdex_gym.sim.potentials.external import Gravity
-from superdex_gym.sim.potentials.inertia import RotationalInertia, TranslationalInertia
+from superdex_gym.sim.potentials.external import DofLoads, Gravity, OffsetForces
+from superdex_gym.sim.potentials.inertia import NewtonEulerInertia, RotationalInertia, TranslationalInertia
 
 ROUND_OFF = 1e-13  # relative to the largest entry: summation-order round-off (module docstring)
 
@@ -39,7 +39,8 @@ def random_context(rng, num_worlds=4, num_bodies=5):
         linear_velocity0=rng.normal(size=shape + (3,)), angular_velocity0=5.0 * rng.normal(size=shape + (3,)),
         velocity_sym0=lie.sym(rng.normal(size=shape + (3, 3))),
         gravity=np.broadcast_to(np.array([0.0, -9.81, 0.5]), (num_worlds, 3)),  # read-only, as the pipeline's
-        external_force=np.zeros(shape + (6,)),
+        external_force=rng.normal(size=shape + (6,)),
+        offset_force=rng.normal(size=shape + (2, 3)), offset_local=rng.normal(size=(num_bodies, 2, 3)),
     )
     c = ctx.com_position0 + 0.1 * rng.normal(size=shape + (3,))
     rot = lie.exp_so3(0.8 * rng.normal(size=shape + (3,))) @ ctx.rotation0
@@ -51,8 +52,8 @@ def assert_close(kernel, oracle):
     np.testing.assert_allclose(kernel, oracle, rtol=0, atol=ROUND_OFF * scale)
 
 
-@pytest.mark.parametrize("potential", [TranslationalInertia(), RotationalInertia(), Gravity()],
-                         ids=lambda p: type(p).__name__)
+@pytest.mark.parametrize("potential", [TranslationalInertia(), RotationalInertia(), NewtonEulerInertia(), Gravity(),
+                                       DofLoads(), OffsetForces()], ids=lambda p: type(p).__name__)
 @pytest.mark.parametrize("psd_project", [False, True])
 @pytest.mark.parametrize("want_hessian", [False, True])
 def test_kernel_equals_numpy_oracle(potential, psd_project, want_hessian):
@@ -66,7 +67,7 @@ def test_kernel_equals_numpy_oracle(potential, psd_project, want_hessian):
     assert_close(got.gradient, ref.gradient)
     if want_hessian:
         assert_close(got.hessian_diag, ref.hessian_diag)
-        if isinstance(potential, RotationalInertia) and psd_project:
+        if isinstance(potential, (RotationalInertia, OffsetForces)) and psd_project:
             # the spins make some rotational blocks indefinite: the projection path ran
             raw = potential.evaluate_numpy(ctx.__class__(**{**vars(ctx), "psd_project": False}), c, rot, True)
             assert np.any(np.linalg.eigvalsh(raw.hessian_diag[..., 3:, 3:]) < -1e-6)
@@ -155,7 +156,8 @@ def test_pivot_kernels_equal_numpy_oracle(kind, saturation, damping, want_hessia
 
 def test_rotation_log_kernels_equal_numpy_on_small_mid_and_near_pi_angles():
     from superdex_gym.sim.constraints.rotation_log import log_and_inverse_jacobian
-    from superdex_gym.sim.kernels.constraints import log_inverse_jacobian, so3_log
+    from superdex_gym.sim.kernels.constraints import log_inverse_jacobian
+    from superdex_gym.sim.kernels.so3 import so3_log
 
     rng = np.random.default_rng(5)
     axes = rng.normal(size=(60, 3))

@@ -17,6 +17,7 @@ import numpy as np
 from .. import lie
 from ..jit import kernel_array
 from ..kernels import inertia as kernels
+from ..kernels import loads as load_kernels
 from .base import Potential, PotentialTerms, StageContext
 
 
@@ -122,6 +123,17 @@ class NewtonEulerInertia(Potential):
         return bool(np.any(ctx.model.bodies.newton_euler))
 
     def evaluate(self, ctx: StageContext, com_position, rotation, want_hessian):
+        arrays = ctx.model.bodies.kernel_arrays
+        num_worlds, num_bodies = com_position.shape[:2]
+        terms = PotentialTerms.zeros(num_worlds, num_bodies, want_hessian)
+        load_kernels.newton_euler_inertia(
+            arrays.inertia, arrays.newton_euler, float(ctx.stage_dt), kernel_array(rotation),
+            kernel_array(ctx.rotation0), kernel_array(ctx.angular_velocity0), want_hessian, terms.energy,
+            terms.gradient, _hessian_out(terms))
+        return terms
+
+    def evaluate_numpy(self, ctx: StageContext, com_position, rotation, want_hessian):
+        """The numpy oracle of `evaluate` (tests compare them)."""
         bodies = ctx.model.bodies
         active = ~bodies.is_static & bodies.newton_euler
         num_worlds, num_bodies = com_position.shape[:2]
