@@ -88,6 +88,22 @@ def project_psd_3x3_inplace(h, vals, vecs, scratch):
 
 
 @kernel
+def store_rotation_hessian(m, diagonal, psd_project, h, vals, vecs, scratch, block_out):
+    """block_out[3:, 3:] = -sym(m) + diagonal 1, PSD-projected when asked: the rotation-rotation block of the
+    potentials linear in R (the left-perturbation identity d^2/dt^2 tr(exp(skew t) M) = sym(M) - tr(M) 1).
+    ``h``, ``vecs``, ``scratch`` (3, 3) and ``vals`` (3,) are work arrays."""
+    for i in range(3):
+        for j in range(3):
+            h[i, j] = -0.5 * (m[i, j] + m[j, i])
+        h[i, i] += diagonal
+    if psd_project:
+        project_psd_3x3_inplace(h, vals, vecs, scratch)
+    for i in range(3):
+        for j in range(3):
+            block_out[3 + i, 3 + j] = h[i, j]
+
+
+@kernel
 def rotational_inertia(second_moment, active, stage_dt, rot, rot0, omega0, sym0, want_hessian, psd_project,
                        energy_out, grad_out, hess_out):
     """Phi = 1/2 tr(W) + 1/2 tr(R~ W R~^T) - tr(R W R~^T), W = J / dt^2, R~ = R0 + dt (skew(omega0) + S0) R0;
@@ -147,15 +163,7 @@ def rotational_inertia(second_moment, active, stage_dt, rot, rot0, omega0, sym0,
             grad_out[w, n, 4] = a[0, 2] - a[2, 0]
             grad_out[w, n, 5] = a[1, 0] - a[0, 1]
             if want_hessian:
-                for i in range(3):
-                    for j in range(3):
-                        h[i, j] = -0.5 * (a[i, j] + a[j, i])
-                    h[i, i] += tr_a
-                if psd_project:
-                    project_psd_3x3_inplace(h, eig_vals, eig_vecs, scratch)
-                for i in range(3):
-                    for j in range(3):
-                        hess_out[w, n, 3 + i, 3 + j] = h[i, j]
+                store_rotation_hessian(a, tr_a, psd_project, h, eig_vals, eig_vecs, scratch, hess_out[w, n])
         energy_out[w] = e
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import kernel
-from .inertia import project_psd_3x3_inplace
+from .inertia import store_rotation_hessian
 from .so3 import so3_log
 
 
@@ -66,15 +66,7 @@ def offset_forces(is_static, force, offset_local, com, rot, want_hessian, psd_pr
                     grad_out[w, n, 4] -= p[2] * f[0] - p[0] * f[2]
                     grad_out[w, n, 5] -= p[0] * f[1] - p[1] * f[0]
             if want_hessian:
-                for i in range(3):
-                    for j in range(3):
-                        h[i, j] = -0.5 * (fp[i, j] + fp[j, i])
-                    h[i, i] += f_dot_p
-                if psd_project:
-                    project_psd_3x3_inplace(h, vals, vecs, scratch)
-                for i in range(3):
-                    for j in range(3):
-                        hess_out[w, n, 3 + i, 3 + j] = h[i, j]
+                store_rotation_hessian(fp, f_dot_p, psd_project, h, vals, vecs, scratch, hess_out[w, n])
         energy_out[w] = -e
 
 
