@@ -180,8 +180,12 @@ def test_rotation_log_kernels_equal_numpy_on_small_mid_and_near_pi_angles():
 def _contact_cases():
     from superdex_gym.sim.contact.colliders import BoxCollider, PlaneCollider, SphereCollider
 
+    from superdex_gym.sim.contact.grid_sdf import build_grid_sdf
+    from helpers import box_arrays
+
     turned = lie.exp_so3(np.array([0.2, -0.4, 0.1]))
     return {
+        "grid": (build_grid_sdf(*box_arrays([1.0, 0.3, 1.0]), padding=0.01), -0.3),
         "plane": (PlaneCollider([0, 1, 0], 0.0), 0.0),
         # radius 1 m: |y - c| - r loses log10(r / |phi|) digits, 3 of them at r = 10 m and 1 cm depth
         "sphere": (SphereCollider([0.0, 0.0, 0.0], 1.0), -1.0),
@@ -190,7 +194,7 @@ def _contact_cases():
     }
 
 
-@pytest.mark.parametrize("collider", ["plane", "sphere", "box", "rotated box"])
+@pytest.mark.parametrize("collider", ["plane", "sphere", "box", "rotated box", "grid"])
 @pytest.mark.parametrize("static_collider", [True, False], ids=["static", "dynamic"])
 @pytest.mark.parametrize("mode", ["default", "implicit load", "no fade", "cinf", "exact coulomb", "frictionless"])
 def test_contact_kernel_equals_numpy_oracle(collider, static_collider, mode):
@@ -231,5 +235,7 @@ def test_contact_configurations_outside_the_kernel_take_the_numpy_path_by_constr
     assert not two_body_setup(ground_colliders()["plane"], FRICTION, True, rng, config=EXACT)[0].uses_kernel
     explicit = ContactEvalConfig(explicit_normals=True)
     assert not two_body_setup(ground_colliders()["plane"], FRICTION, True, rng, config=explicit)[0].uses_kernel
+    mesh = ground_colliders()["mesh"]
+    assert not two_body_setup(mesh, FRICTION, True, rng, config=ContactEvalConfig())[0].uses_kernel
     grid = ground_colliders()["sdf"]
-    assert not two_body_setup(grid, FRICTION, True, rng, config=ContactEvalConfig())[0].uses_kernel
+    assert two_body_setup(grid, FRICTION, True, rng, config=ContactEvalConfig())[0].uses_kernel

@@ -303,14 +303,13 @@ def _squeeze(**kwargs) -> tuple[float, float]:
 
 
 def test_gripper_force_cap_keeps_a_squeezed_cube_from_being_launched():
-    # Uncapped (1e6 N/m drives, kN of squeeze) and from the constant-velocity guess, the cube is launched: thrown up
-    # 30 cm at 2.4 m/s on one machine, 24 cm at 1.99 m/s on another with the same numpy / scipy, and at 2.99 m/s
-    # but only 2.5 cm up within the 10 steps with the numba kernels (measured; the stiff squeeze amplifies
-    # round-off, so the launch direction is not reproducible, its speed is). Capped at 50 N it stays on the table
-    # (2.7 cm centre height at most, < 0.82 m/s, measured on both), with either guess. Bounds: the gripper's own
-    # top speed (1.25 m/s: faster is a launch, not a push) and 1 cm above rest for the capped cube.
+    # Uncapped (1e6 N/m drives, kN of squeeze) and from the constant-velocity guess, the cube is thrown up: 30 cm
+    # at 2.4 m/s on one machine, 24 cm at 1.99 m/s on another with the same numpy / scipy (measured; the stiff
+    # squeeze amplifies BLAS round-off). Capped at 50 N it stays on the table (2.7 cm centre height at most,
+    # < 0.82 m/s, measured on both), with either guess. Bounds: the gripper's own top speed (1.25 m/s: faster is a
+    # launch, not a push), 1 cm above rest for the capped cube and 10 cm (5 cube sizes) for the thrown one.
     speed, height = _squeeze(gripper_max_force=None, solver_initial_guess="CONSTANT_VELOCITY")
-    assert speed > 1.25
+    assert speed > 1.25 and height > 0.1
     for kwargs in ({"solver_initial_guess": "CONSTANT_VELOCITY"}, {}):  # the force cap alone; the defaults
         speed, height = _squeeze(**kwargs)
         assert speed < 1.25 and height < 0.02 + 0.01

@@ -34,8 +34,8 @@ PINNED_ARITHMETIC = {
 
 STEPS = 200
 EXPECTED = {
-    "SuperDex/Push-v0": "714d9dc6de04ba6a071939e9ae53fb94a9f0deb15c618069ee754980be114ef7",
-    "SuperDex/PushDense-v0": "03776f947bdfebac3c678ff2b568f5d019d80b340483cf0c6563fb1df47816c4",
+    "SuperDex/Push-v0": "acd690827fd908df9f5fc43cb75b6b7caddea755a268bc38d9b30c3e323193df",
+    "SuperDex/PushDense-v0": "1621ab97199e6af986ef37de304bdb01848d06a0d0aee8dd41f3cb6f50dd32cd",
     "SuperDex/Reach-v0": "7181ba5d6e8902fccb99f8e8d4d0fe695a5f3f06b6d259401bfbec5e03f9125a",
     "SuperDex/ReachDense-v0": "caa7712a22ebbc66c79d7b2fcb46daa19084dad4d12adb6aa31e16d2313db6b7",
 }

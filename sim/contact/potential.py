@@ -54,6 +54,7 @@ from ..potentials.base import Coupling, Potential, PotentialTerms, StageContext
 from .params import ContactEvalConfig, ContactParams
 from .colliders import BoxCollider, PlaneCollider, SphereCollider, box_sdf_components, plane_sdf_components
 from .colliders import sphere_sdf_components
+from .grid_sdf import GridSdfCollider
 from .friction import alignment_gate_from_cosine, dissipation_energy_components, dissipation_normal_components
 from .penalty import PenaltyScalar, penalty_energy_components, penalty_scalar
 from .ramp import CoulombFrictionModel
@@ -178,6 +179,15 @@ def _collider_kind(collider) -> int:
     if kind is BoxCollider:
         return _BOX
     return _GENERIC
+
+
+def _kernel_kind(collider) -> int:
+    """The contact kernel's code for a collider (exact types), -1 for those it does not evaluate (exact mesh
+    distance, user fields)."""
+    kind = _collider_kind(collider)
+    if kind != _GENERIC:
+        return kind
+    return contact_kernels.GRID if type(collider) is GridSdfCollider else -1
 
 
 class ContactPotential(Potential):
@@ -372,13 +382,21 @@ class ContactPotential(Potential):
 
     def _init_kernel_arrays(self) -> None:
         """The frozen arrays of the contact kernel (sim/kernels/contact.py) and whether this potential's
-        configuration is in its scope: analytic colliders only, current-geometry dissipation, Gauss-Newton
-        Hessian. Other configurations evaluate with numpy (`evaluate_numpy`), decided here once."""
+        configuration is in its scope: analytic and grid-SDF colliders, current-geometry dissipation, Gauss-Newton
+        Hessian. Other configurations (exact mesh distance, user fields, the two test modes) evaluate with numpy
+        (`evaluate_numpy`), decided here once."""
         cfg = self.config
+        kernel_kind = np.array([_kernel_kind(c) for c in self._colliders], dtype=np.int64).reshape(-1)
         self.uses_kernel = bool(not cfg.explicit_normals and not cfg.exact_geometric_hessian
-                                and np.all(self._c_kind != _GENERIC))
+                                and np.all(kernel_kind >= 0))
         if not self.uses_kernel:
             return
+        grids = [c if kernel_kind[i] == contact_kernels.GRID else None for i, c in enumerate(self._colliders)]
+        sizes = [0 if g is None else g.values.size for g in grids]
+        grid_start = np.cumsum([0] + sizes[:-1]).astype(np.int64)
+
+        def per_grid(attr, default):
+            return np.array([default if g is None else getattr(g, attr) for g in grids], dtype=np.float64).reshape(-1, 3)
         ka = kernel_array
         self._kernel_samples = contact_kernels.ContactSampleArrays(
             points=ka(self._pts), normals=ka(self._nrm), weights=ka(self._wts), start=ka(self._start, np.int64),
@@ -392,9 +410,13 @@ class ContactPotential(Potential):
             bound_is_half=ka(self._p_is_half, np.bool_), bound_vector=ka(self._p_vec.T),
             bound_scalar=ka(self._p_scalar), slot=ka(self._slot, np.int64), flip=ka(self._slot_flip, np.bool_))
         self._kernel_colliders = contact_kernels.ContactColliderArrays(
-            kind=ka(self._c_kind, np.int64), center=ka(self._c_center.T), half_extents=ka(self._c_box_half.T),
+            kind=kernel_kind, center=ka(self._c_center.T), half_extents=ka(self._c_box_half.T),
             rotation=ka(np.moveaxis(self._c_rot, 2, 0)), radius=ka(self._c_radius), normal=ka(self._c_normal.T),
-            offset=ka(self._c_offset))
+            offset=ka(self._c_offset),
+            grid_values=ka(np.concatenate([np.zeros(0)] + [g.values.ravel() for g in grids if g is not None])),
+            grid_start=grid_start, grid_dims=per_grid("dims", (2, 2, 2)).astype(np.int64),
+            grid_min=per_grid("bounds_min", (0.0, 0.0, 0.0)), grid_max=per_grid("bounds_max", (1.0, 1.0, 1.0)),
+            grid_cell=per_grid("cell_m", (1.0, 1.0, 1.0)))
 
     # -- public API --------------------------------------------------------------------------------------------
 

@@ -2,7 +2,7 @@
 penalty, dissipation and rigid assembly, looping worlds x pairs x samples (sim/contact/potential.py,
 penalty.py, friction.py and rigid_assembly.py hold the formulas and the numpy oracle, `ContactPotential._rows`).
 
-Scope: the analytic colliders, current-geometry dissipation (``explicit_normals=False``) and the Gauss-Newton
+Scope: the analytic colliders and trilinear grid SDFs, current-geometry dissipation (``explicit_normals=False``) and the Gauss-Newton
 Hessian (``exact_geometric_hessian=False``), i.e. the reference's defaults; the potential decides at
 construction which path a configuration takes (`ContactPotential.uses_kernel`). Per row (a sample of the
 colliding body A against the collider of body B, collider frame Y = R_B^T (c_A + R_A X - c_B)):
@@ -17,11 +17,13 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+import math
+
 import numpy as np
 
 from ..jit import kernel
 
-PLANE, SPHERE, BOX = 0, 1, 2
+PLANE, SPHERE, BOX, GRID = 0, 1, 2, 3
 C1_REGULARIZED, CINF_REGULARIZED = 0, 1
 _ZERO_GRADIENT_NORM = 1e-9  # friction._ZERO_GRADIENT_NORM
 _CINF_MIN_EPS = np.finfo(np.float64).eps  # ramp._CINF_MIN_EPS
@@ -32,12 +34,66 @@ ContactPairArrays = namedtuple(
     "ContactPairArrays",
     "colliding collider collider_index k eps delta mu c_t c_n falloff_vel max_alignment use_collider_normal "
     "dissipative reach sphere_center sphere_radius bound_is_half bound_vector bound_scalar slot flip")
-ContactColliderArrays = namedtuple("ContactColliderArrays", "kind center half_extents rotation radius normal offset")
+# Grid SDFs: every grid's values flattened (C order, z fastest) into grid_values from grid_start; per collider
+# grid_dims (C, 3), grid_min / grid_max / grid_cell (C, 3) [m].
+ContactColliderArrays = namedtuple(
+    "ContactColliderArrays",
+    "kind center half_extents rotation radius normal offset grid_values grid_start grid_dims grid_min grid_max "
+    "grid_cell")
+
+
+@kernel
+def _grid_sdf(cl, col, y, grad):
+    """`GridSdfCollider.evaluate`: trilinear value (+ the distance to the grid box outside it) and the gradient
+    of the interpolant, the outward unit vector on the axes where the point lies outside the box."""
+    lo, hi, cell, dims = col.grid_min[cl], col.grid_max[cl], col.grid_cell[cl], col.grid_dims[cl]
+    clamped = np.empty(3)
+    t = np.empty(3)
+    base = np.empty(3, np.int64)
+    out = np.empty(3)
+    for i in range(3):
+        clamped[i] = min(max(y[i], lo[i]), hi[i])
+        out[i] = y[i] - clamped[i]
+        u = (clamped[i] - lo[i]) / cell[i]
+        base[i] = min(max(np.int64(np.floor(u)), 0), dims[i] - 2)
+        t[i] = min(max(u - base[i], 0.0), 1.0)
+    out_dist = np.sqrt((out[0] * out[0] + out[1] * out[1]) + out[2] * out[2])
+    ny, nz = dims[1], dims[2]
+    v = col.grid_values
+    i0 = col.grid_start[cl] + (base[0] * ny + base[1]) * nz + base[2]
+    c = np.empty((2, 2, 2))
+    for a in range(2):
+        for b in range(2):
+            for cc in range(2):
+                c[a, b, cc] = v[i0 + (a * ny + b) * nz + cc]
+    cx = np.empty((2, 2))
+    dcx = np.empty((2, 2))
+    for b in range(2):
+        for cc in range(2):
+            cx[b, cc] = c[0, b, cc] + (c[1, b, cc] - c[0, b, cc]) * t[0]
+            dcx[b, cc] = (c[1, b, cc] - c[0, b, cc]) / cell[0]
+    cxy0 = cx[0, 0] + (cx[1, 0] - cx[0, 0]) * t[1]
+    cxy1 = cx[0, 1] + (cx[1, 1] - cx[0, 1]) * t[1]
+    value = cxy0 + (cxy1 - cxy0) * t[2]
+    gx0 = dcx[0, 0] + (dcx[1, 0] - dcx[0, 0]) * t[1]
+    gx1 = dcx[0, 1] + (dcx[1, 1] - dcx[0, 1]) * t[1]
+    dy0 = (cx[1, 0] - cx[0, 0]) / cell[1]
+    dy1 = (cx[1, 1] - cx[0, 1]) / cell[1]
+    grad[0] = gx0 + (gx1 - gx0) * t[2]
+    grad[1] = dy0 + (dy1 - dy0) * t[2]
+    grad[2] = (cxy1 - cxy0) / cell[2]
+    safe = out_dist if out_dist > 0.0 else 1.0
+    for i in range(3):
+        if out[i] != 0.0:
+            grad[i] = out[i] / safe
+    return value + out_dist
 
 
 @kernel
 def _sdf(kind, cl, col, y, grad, want_grad):
     """phi of collider ``cl`` at collider-frame point y (3,); its raw gradient into ``grad`` when asked."""
+    if kind == GRID:
+        return _grid_sdf(cl, col, y, grad)
     if kind == PLANE:
         n = col.normal[cl]
         phi = (y[0] * n[0] + y[1] * n[1]) + y[2] * n[2] - col.offset[cl]
@@ -93,7 +149,7 @@ def _poly_relu(x, t, shift):
             return y, 1.0, 0.0
         return 0.0, 0.0, 0.0
     s = y / t
-    s3 = s * s * s
+    s3 = math.pow(s, 3.0)  # libm pow, as numpy's s**3
     value = 3.0 * t / 16.0 + (0.5 + 0.375 * s - s3 / 16.0) * y
     d1 = 0.5 + 0.75 * s - 0.25 * s3
     d2 = 0.75 * (1.0 - s * s) / t
@@ -159,8 +215,23 @@ def contact_terms(smp, prs, col, com, rot, com0, rot0, stage_dt, friction_model,
     rd = np.empty((3, 3))
     dummy = np.empty(3)
     blk = np.empty((6, 6))
+    m_ab = np.empty((3, 3))
+    t_ab = np.empty(3)
+    # One world's active rows, scattered after its loop: first to every row's A body, then to its B body, in
+    # row order (world, pair, sample), the order of assemble_rigid_contact's bincount, so that sums of several
+    # rows on one body round as in the numpy oracle.
+    max_rows = 0
+    for p in range(prs.colliding.shape[0]):
+        max_rows += smp.count[prs.colliding[p]]
+    row_a = np.empty(max_rows, np.int64)
+    row_b = np.empty(max_rows, np.int64)
+    row_g = np.empty((max_rows, 3))
+    row_r = np.empty((max_rows, 3))
+    row_u = np.empty((max_rows, 3))
+    row_h = np.empty((max_rows, 3, 3))
     for w in range(com.shape[0]):
         e_world = 0.0
+        num_rows = 0
         for p in range(prs.colliding.shape[0]):
             a, b, cl = prs.colliding[p], prs.collider[p], prs.collider_index[p]
             kind = col.kind[cl]
@@ -185,15 +256,21 @@ def contact_terms(smp, prs, col, com, rot, com0, rot0, stage_dt, friction_model,
             delta = prs.delta[p]
             k, eps = prs.k[p], prs.eps[p]
             ca0, cb0, ra0, rb0 = com0[w, a], com0[w, b], rot0[w, a], rot0[w, b]
+            # Y = M X + t with M = R_B^T R_A, t = R_B^T (c_A - c_B), per pair (the oracle's grouping and rounding).
+            for i in range(3):
+                t_ab[i] = (rb[0, i] * (ca[0] - cb[0]) + rb[1, i] * (ca[1] - cb[1])) + rb[2, i] * (ca[2] - cb[2])
+                for j in range(3):
+                    m_ab[i, j] = (rb[0, i] * ra[0, j] + rb[1, i] * ra[1, j]) + rb[2, i] * ra[2, j]
             s0 = smp.start[a]
             for s in range(s0, s0 + smp.count[a]):
                 xs = smp.points[s]
                 for i in range(3):
-                    x[i] = ca[i] + ((ra[i, 0] * xs[0] + ra[i, 2] * xs[2]) + ra[i, 1] * xs[1])
-                    r[i] = x[i] - ca[i]
-                    u[i] = x[i] - cb[i]
-                for i in range(3):
-                    y[i] = (rb[0, i] * u[0] + rb[1, i] * u[1]) + rb[2, i] * u[2]
+                    y[i] = ((m_ab[i, 0] * xs[0] + m_ab[i, 2] * xs[2]) + m_ab[i, 1] * xs[1]) + t_ab[i]
+                if kind == GRID:  # per-sample cull by the grid's bounding sphere, as the numpy broad phase does
+                    v = prs.bound_vector[p]
+                    d0, d1, d2 = y[0] - v[0], y[1] - v[1], y[2] - v[2]
+                    if not (np.sqrt((d0 * d0 + d1 * d1) + d2 * d2) - prs.bound_scalar[p] <= prs.reach[p]):
+                        continue
                 phi = _sdf(kind, cl, col, y, grad, True)
                 if not (phi < delta):
                     continue
@@ -262,25 +339,19 @@ def contact_terms(smp, prs, col, com, rot, com0, rot0, stage_dt, friction_model,
                                 nn = nv[i] * nv[j]
                                 eye = 1.0 if i == j else 0.0
                                 d2e[i, j] += lam * (tangent * (eye - nn) + c_n * nn) + exact_c * (tv[i] * tv[j])
+                for i in range(3):
+                    x[i] = ca[i] + ((ra[i, 0] * xs[0] + ra[i, 2] * xs[2]) + ra[i, 1] * xs[1])
+                    r[i] = x[i] - ca[i]
+                    u[i] = x[i] - cb[i]
                 wt = smp.weights[s]
                 e_world += wt * e_row
                 # World gradient g = w R_B dE and Hessian H = w R_B d2E R_B^T.
                 for i in range(3):
                     g[i] = wt * ((rb[i, 0] * de[0] + rb[i, 2] * de[2]) + rb[i, 1] * de[1])
-                gr = grad_out[w, a]
-                gu = grad_out[w, b]
-                gr[0] += g[0]
-                gr[1] += g[1]
-                gr[2] += g[2]
-                gr[3] += r[1] * g[2] - r[2] * g[1]
-                gr[4] += r[2] * g[0] - r[0] * g[2]
-                gr[5] += r[0] * g[1] - r[1] * g[0]
-                gu[0] -= g[0]
-                gu[1] -= g[1]
-                gu[2] -= g[2]
-                gu[3] -= u[1] * g[2] - u[2] * g[1]
-                gu[4] -= u[2] * g[0] - u[0] * g[2]
-                gu[5] -= u[0] * g[1] - u[1] * g[0]
+                row_a[num_rows], row_b[num_rows] = a, b
+                row_g[num_rows] = g
+                row_r[num_rows] = r
+                row_u[num_rows] = u
                 if want_hessian:
                     for i in range(3):
                         for j in range(3):
@@ -288,8 +359,7 @@ def contact_terms(smp, prs, col, com, rot, com0, rot0, stage_dt, friction_model,
                     for i in range(3):
                         for j in range(3):
                             h[i, j] = wt * ((rd[i, 0] * rb[j, 0] + rd[i, 1] * rb[j, 1]) + rd[i, 2] * rb[j, 2])
-                    _add_jt_h_j(h, r, r, 1.0, hess_out[w, a])
-                    _add_jt_h_j(h, u, u, 1.0, hess_out[w, b])
+                    row_h[num_rows] = h
                     slot = prs.slot[p]
                     if slot >= 0:
                         coupled = True
@@ -304,5 +374,21 @@ def contact_terms(smp, prs, col, com, rot, com0, rot0, stage_dt, friction_model,
                             for i in range(6):
                                 for j in range(6):
                                     target[i, j] += blk[i, j]
+                num_rows += 1
+        for side in range(2):  # A bodies (lever r, force -g), then B bodies (lever u, force +g)
+            for q in range(num_rows):
+                body = row_a[q] if side == 0 else row_b[q]
+                lever = row_r[q] if side == 0 else row_u[q]
+                sign = 1.0 if side == 0 else -1.0
+                gq = row_g[q]
+                out = grad_out[w, body]
+                for i in range(3):
+                    g[i] = sign * gq[i]
+                    out[i] += g[i]
+                out[3] += lever[1] * g[2] - lever[2] * g[1]
+                out[4] += lever[2] * g[0] - lever[0] * g[2]
+                out[5] += lever[0] * g[1] - lever[1] * g[0]
+                if want_hessian:
+                    _add_jt_h_j(row_h[q], lever, lever, 1.0, hess_out[w, body])
         energy_out[w] += e_world
     return coupled
