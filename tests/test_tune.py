@@ -92,3 +92,11 @@ def test_bad_sweep_arguments_fail_before_ray_starts(tmp_path, monkeypatch):
     with pytest.raises(ModuleNotFoundError, match=r"superdex-gym\[tune\]"):
         sweep.run_sweep(["reach"], [0], output=tmp_path)
     assert sweep.main(["--config", "reach", "--seeds", "0", "--output", str(tmp_path)]) == 2
+
+
+def test_rllib_without_rllib_names_the_extra(monkeypatch, capsys):
+    from superdex_gym.training import rllib
+
+    monkeypatch.setitem(sys.modules, "ray.rllib.algorithms.ppo", None)  # as in the main venv: RLlib not importable
+    assert rllib.main(["--total-timesteps", "16", "--output", "unused"]) == 2
+    assert "superdex-gym[rllib]" in capsys.readouterr().err and "gymnasium 1.2.2" in rllib.RLLIB_EXTRA

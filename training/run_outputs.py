@@ -52,9 +52,9 @@ def read_curve(path: Path) -> list[dict]:
     return [{k: (int(r[k]) if k == "timesteps" else float(r[k])) for k in CURVE_FIELDS} for r in rows]
 
 
-def write_curve(path: Path, rows: list[dict]) -> None:
+def write_curve(path: Path, rows: list[dict], fields=CURVE_FIELDS) -> None:
     buf = io.StringIO(newline="")
-    w = csv.DictWriter(buf, fieldnames=CURVE_FIELDS)
+    w = csv.DictWriter(buf, fieldnames=fields)
     w.writeheader()
     w.writerows(rows)
     with atomic_open(path, "w", newline="") as f:

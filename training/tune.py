@@ -29,7 +29,6 @@ import argparse
 import csv
 import json
 import math
-import os
 import re
 import shutil
 import sys
@@ -37,6 +36,7 @@ import tempfile
 from pathlib import Path
 
 from .config import available_configs, parse_value
+from .ray_session import ray_session
 from .run_outputs import atomic_open, atomic_write_text
 
 TUNE_EXTRA = "pip install 'superdex-gym[tune]' (ray[tune]==2.60.0)"
@@ -156,18 +156,14 @@ def run_sweep(configs=("reach",), seeds=(0,), *, grid=None, overrides=(), output
             ov = {o.split("=", 1)[0]: parse_value(o.split("=", 1)[1]) for o in base}
             ov.update(p)
             trials.append({"config": c, "label": label_of(c, p), "overrides": ov, "train_kwargs": train_kwargs})
-    space = {"trial": tune.grid_search(trials), "seed": tune.grid_search(seeds)}
+    if len({t["label"] for t in trials}) != len(trials):
+        raise ValueError(f"configs must be distinct, got {configs}")
+    # Tune's progress table shows the grid-searched values: the labels, not the whole trial dicts
+    space = {"label": tune.grid_search([t["label"] for t in trials]), "seed": tune.grid_search(seeds),
+             "trials": {t["label"]: t for t in trials}}
 
     storage = Path(output).resolve()
-    started = False
-    if not ray.is_initialized():
-        address = address or os.environ.get("RAY_ADDRESS")
-        if address:
-            ray.init(address=address)
-        else:
-            ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=verbose >= 2)
-        started = True
-    try:
+    with ray_session(ray, address, num_cpus, log_to_driver=verbose >= 2):
         trainable = tune.with_resources(_trial_entry, {"cpu": float(cpus_per_trial)})
         if restore is not None:
             tuner = tune.Tuner.restore(str(Path(restore).resolve()), trainable, resume_errored=True)
@@ -179,9 +175,6 @@ def run_sweep(configs=("reach",), seeds=(0,), *, grid=None, overrides=(), output
             tuner = tune.Tuner(trainable, param_space={**space, "inject_failure": inject_failure},
                                run_config=run_config)
         results = tuner.fit()
-    finally:
-        if started:
-            ray.shutdown()
     sweep_dir = Path(results.experiment_path) if restore is None else Path(restore).resolve()
     summary = summarize(results, sweep_dir)
     if verbose:
@@ -191,7 +184,7 @@ def run_sweep(configs=("reach",), seeds=(0,), *, grid=None, overrides=(), output
 
 
 def _trial_entry(space: dict) -> None:
-    trial = dict(space["trial"])
+    trial = dict(space["trials"][space["label"]])
     trial["seed"] = space["seed"]
     inject = space.get("inject_failure")
     if inject is not None and int(inject[0]) == int(space["seed"]):
@@ -216,7 +209,7 @@ def curves_of(results) -> list[tuple[str, int, list[dict]]]:
         for rec in df.to_dict("records"):
             if rec.get("timesteps") is not None and not math.isnan(rec["timesteps"]):
                 by_t[int(rec["timesteps"])] = rec
-        out.append((r.config["trial"]["label"], int(r.config["seed"]), [by_t[t] for t in sorted(by_t)]))
+        out.append((r.config["label"], int(r.config["seed"]), [by_t[t] for t in sorted(by_t)]))
     return out
 
 
@@ -247,7 +240,7 @@ def summarize(results, sweep_dir: Path) -> dict:
         mine = [r for r in rows if r["config"] == label]
         last = max(mine, key=lambda r: r["timesteps"])
         final.append({**last, "errored": sum(1 for r in results if r.error is not None
-                                             and r.config and r.config["trial"]["label"] == label)})
+                                             and r.config and r.config["label"] == label)})
     with atomic_open(sweep_dir / "summary.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=SUMMARY_FIELDS)
         w.writeheader()
