@@ -31,6 +31,9 @@ def swept(tmp_path_factory):
         summary = sweep.run_sweep(["reach"], [0, 1], overrides=TINY, output=out, name="tiny", total_timesteps=1200,
                                   num_envs=8, eval_freq=400, eval_episodes=2, checkpoint_freq=0, max_failures=1,
                                   inject_failure=(1, 800), verbose=0)
+        (summary["dir"] / "summary.md").unlink()
+        # --restore of a finished sweep: nothing left to run, the same results summarized again
+        summary["restored"] = sweep.run_sweep(restore=summary["dir"], verbose=0)
     finally:
         ray.shutdown()
     return summary
@@ -68,6 +71,7 @@ def test_sweep_writes_the_aggregated_table_and_plot(swept):
         assert float(r["success_mean"]) == pytest.approx(sum(s) / 2, abs=1e-4)
         assert float(r["success_std"]) == pytest.approx(abs(s[0] - s[1]) / 2, abs=1e-4)
         assert float(r["success_min"]) == min(s) and float(r["success_max"]) == max(s)
+    assert swept["restored"]["rows"] == swept["rows"] and swept["restored"]["dir"] == d
     md = (d / "summary.md").read_text()
     assert md.startswith("| config | seeds | timesteps |") and "| reach | 2 | 1200 |" in md
     from PIL import Image
@@ -87,6 +91,8 @@ def test_bad_sweep_arguments_fail_before_ray_starts(tmp_path, monkeypatch):
         sweep.parse_grid(["model.learning_rate=1e-3"])
     assert sweep.parse_grid(["model.learning_rate=[1e-3, 3e-4]"]) == {"model.learning_rate": [1e-3, 3e-4]}
     assert sweep.label_of("reach", {"model.batch_size": 64}) == "reach model.batch_size=64"
+    with pytest.raises(FileNotFoundError, match="not a Tune sweep"):
+        sweep.run_sweep(restore=tmp_path / "nowhere")
     assert list(tmp_path.iterdir()) == []
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
     with pytest.raises(ModuleNotFoundError, match=r"superdex-gym\[tune\]"):

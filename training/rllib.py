@@ -16,7 +16,8 @@ instead of ``SyncVectorEnv`` over single envs (~9x slower here). Three things it
   returns and lengths only.
 
 Configs are TOML files in ``configs/rllib/`` (``reach_ppo``, ``push_ppo``) or a path: ``env_id``, ``[env]``
-(gym.make kwargs), ``[env_runners]``, ``[training]`` (``PPOConfig.training`` kwargs), ``[model]``
+(gym.make kwargs), ``[env_runners]`` (``gym_env_vectorize_mode = "sync"`` there measures the slow path),
+``[training]`` (``PPOConfig.training`` kwargs), ``[model]``
 (``DefaultModelConfig``), ``[run]`` (total_timesteps, seed). The run writes, in OUTPUT: ``learning_curve.csv``
 (per iteration: timesteps, success_rate and mean_return of the last 100 training episodes, wall time, env steps
 per second of the iteration and of sampling alone), ``metrics.json``, ``config.json`` and the final
@@ -126,7 +127,7 @@ def ppo_config(cfg: dict):
     er = cfg["env_runners"]
     return (PPOConfig()
             .environment(env_name(cfg["env_id"]), env_config=dict(cfg["env"]))
-            .env_runners(**{**er, "gym_env_vectorize_mode": "vector_entry_point",
+            .env_runners(**{"gym_env_vectorize_mode": "vector_entry_point", **er,
                             "env_to_module_connector": flatten_connector})
             .training(**cfg["training"])
             .rl_module(model_config=DefaultModelConfig(**cfg["model"]))

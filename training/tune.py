@@ -125,6 +125,32 @@ def file_label(label: str) -> str:
     return re.sub(r"[^A-Za-z0-9._=-]+", "_", label).strip("_")
 
 
+def _param_space(configs, seeds, grid, overrides, cpus_per_trial, max_failures, train_kwargs) -> dict:
+    """The trials' labels, seeds and settings, validated before Ray starts (unknown config, bad override or grid
+    key, repeated seeds)."""
+    from .config import load_config
+
+    configs, seeds = [str(c) for c in configs], [int(s) for s in seeds]
+    if not configs or not seeds:
+        raise ValueError(f"need at least one config and one seed, got configs={configs} seeds={seeds}")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be distinct, got {seeds}")
+    if cpus_per_trial <= 0 or max_failures < 0:
+        raise ValueError(f"need cpus_per_trial > 0 and max_failures >= 0, got {cpus_per_trial}, {max_failures}")
+    base = [o if isinstance(o, str) else f"{o[0]}={json.dumps(o[1])}" for o in overrides]
+    trials = []
+    for c in configs:
+        for p in grid_points(dict(grid or {})):
+            load_config(c, base + [f"{k}={json.dumps(v)}" for k, v in p.items()])
+            ov = {o.split("=", 1)[0]: parse_value(o.split("=", 1)[1]) for o in base}
+            ov.update(p)
+            trials.append({"config": c, "label": label_of(c, p), "overrides": ov, "train_kwargs": train_kwargs})
+    if len({t["label"] for t in trials}) != len(trials):
+        raise ValueError(f"configs must be distinct, got {configs}")
+    # grid-searched: the labels, so Tune's progress table shows them rather than whole trial dicts
+    return {"label": [t["label"] for t in trials], "seed": seeds, "trials": {t["label"]: t for t in trials}}
+
+
 def run_sweep(configs=("reach",), seeds=(0,), *, grid=None, overrides=(), output="runs/tune", name="sweep",
               cpus_per_trial: float = 1.0, max_failures: int = 2, address: str | None = None,
               num_cpus: int | None = None, restore: str | Path | None = None, inject_failure=None,
@@ -135,38 +161,20 @@ def run_sweep(configs=("reach",), seeds=(0,), *, grid=None, overrides=(), output
     trial per combination, config and seed; ``train_kwargs``: ``train()`` keywords (total_timesteps, num_envs,
     eval_freq, eval_episodes, checkpoint_freq, device). ``inject_failure=(seed, timesteps)``: the trials of that
     seed raise once at that evaluation, before its checkpoint (tests Tune's restart)."""
-    configs, seeds = [str(c) for c in configs], [int(s) for s in seeds]
-    if not configs or not seeds:
-        raise ValueError(f"need at least one config and one seed, got configs={configs} seeds={seeds}")
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(f"seeds must be distinct, got {seeds}")
-    if cpus_per_trial <= 0 or max_failures < 0:
-        raise ValueError(f"need cpus_per_trial > 0 and max_failures >= 0, got {cpus_per_trial}, {max_failures}")
-    from .config import load_config
-
-    base = [o if isinstance(o, str) else f"{o[0]}={json.dumps(o[1])}" for o in overrides]
-    points = grid_points(dict(grid or {}))
-    for c in configs:  # fail before Ray starts: unknown config, bad override or grid key
-        for p in points:
-            load_config(c, base + [f"{k}={json.dumps(v)}" for k, v in p.items()])
-    ray, tune = import_tune()
-    trials = []
-    for c in configs:
-        for p in points:
-            ov = {o.split("=", 1)[0]: parse_value(o.split("=", 1)[1]) for o in base}
-            ov.update(p)
-            trials.append({"config": c, "label": label_of(c, p), "overrides": ov, "train_kwargs": train_kwargs})
-    if len({t["label"] for t in trials}) != len(trials):
-        raise ValueError(f"configs must be distinct, got {configs}")
-    # Tune's progress table shows the grid-searched values: the labels, not the whole trial dicts
-    space = {"label": tune.grid_search([t["label"] for t in trials]), "seed": tune.grid_search(seeds),
-             "trials": {t["label"]: t for t in trials}}
-
+    if restore is not None:
+        restore = Path(restore).resolve()
+        ray, tune = import_tune()
+        if not tune.Tuner.can_restore(str(restore)):
+            raise FileNotFoundError(f"restore: {restore} is not a Tune sweep folder (OUTPUT/NAME of a sweep)")
+    else:
+        space = _param_space(configs, seeds, grid, overrides, cpus_per_trial, max_failures, train_kwargs)
+        ray, tune = import_tune()
+        space = {k: (tune.grid_search(v) if k in ("label", "seed") else v) for k, v in space.items()}
     storage = Path(output).resolve()
     with ray_session(ray, address, num_cpus, log_to_driver=verbose >= 2):
         trainable = tune.with_resources(_trial_entry, {"cpu": float(cpus_per_trial)})
         if restore is not None:
-            tuner = tune.Tuner.restore(str(Path(restore).resolve()), trainable, resume_errored=True)
+            tuner = tune.Tuner.restore(str(restore), trainable, resume_errored=True)
         else:
             run_config = tune.RunConfig(
                 name=name, storage_path=str(storage), verbose=min(int(verbose), 1),
@@ -175,7 +183,7 @@ def run_sweep(configs=("reach",), seeds=(0,), *, grid=None, overrides=(), output
             tuner = tune.Tuner(trainable, param_space={**space, "inject_failure": inject_failure},
                                run_config=run_config)
         results = tuner.fit()
-    sweep_dir = Path(results.experiment_path) if restore is None else Path(restore).resolve()
+    sweep_dir = Path(results.experiment_path) if restore is None else restore
     summary = summarize(results, sweep_dir)
     if verbose:
         print(format_final(summary["final"]))
@@ -273,8 +281,9 @@ def plot_config(label: str, rows: list[dict], curves, sweep_dir: Path) -> Path |
     t = [r["timesteps"] for r in rows]
     mean = [r["success_mean"] for r in rows]
     fig, ax = plt.subplots(figsize=(6, 3.6))
-    for _, seed, curve in (c for c in curves if c[0] == label):
-        ax.plot([r["timesteps"] for r in curve], [r["success_rate"] for r in curve], color="0.75", lw=0.8)
+    for i, (_, _seed, curve) in enumerate(c for c in curves if c[0] == label):
+        ax.plot([r["timesteps"] for r in curve], [r["success_rate"] for r in curve], color="0.75", lw=0.8,
+                label="each seed" if i == 0 else None)
     ax.fill_between(t, [r["success_mean"] - r["success_std"] for r in rows],
                     [r["success_mean"] + r["success_std"] for r in rows], alpha=0.3, label="mean +- std")
     ax.plot(t, mean, marker="o", label=f"mean over {max(r['seeds'] for r in rows)} seeds")
