@@ -30,7 +30,7 @@ TINY = ["training.train_batch_size_per_learner=800", "training.minibatch_size=40
 def ray_local():
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
 

@@ -26,7 +26,7 @@ def swept(tmp_path_factory):
     import ray
 
     out = tmp_path_factory.mktemp("tune")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         summary = sweep.run_sweep(["reach"], [0, 1], overrides=TINY, output=out, name="tiny", total_timesteps=1200,
                                   num_envs=8, eval_freq=400, eval_episodes=2, checkpoint_freq=0, max_failures=1,
@@ -106,3 +106,39 @@ def test_rllib_without_rllib_names_the_extra(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "ray.rllib.algorithms.ppo", None)  # as in the main venv: RLlib not importable
     assert rllib.main(["--total-timesteps", "16", "--output", "unused"]) == 2
     assert "superdex-gym[rllib]" in capsys.readouterr().err and "gymnasium 1.2.2" in rllib.RLLIB_EXTRA
+
+
+def test_ray_session_starts_a_fresh_local_ray_unless_given_an_address(monkeypatch):
+    """Without an address it asks for address="local": a plain ray.init() joins the cluster that a past `ray start`
+    recorded in /tmp/ray/ray_current_cluster, even a dead one (met here: "When connecting to an existing cluster,
+    num_cpus and num_gpus must not be provided"). Only a Ray it started is shut down."""
+    from superdex_gym.training.ray_session import ray_session
+
+    class FakeRay:
+        def __init__(self, up=False):
+            self.up, self.calls = up, []
+
+        def is_initialized(self):
+            return self.up
+
+        def init(self, **kwargs):
+            self.calls.append(("init", kwargs))
+
+        def shutdown(self):
+            self.calls.append(("shutdown", {}))
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    fake = FakeRay()
+    with ray_session(fake, num_cpus=2):
+        pass
+    assert fake.calls == [("init", {"address": "local", "num_cpus": 2, "include_dashboard": False,
+                                    "log_to_driver": False}), ("shutdown", {})]
+    monkeypatch.setenv("RAY_ADDRESS", "head:6379")
+    fake = FakeRay()
+    with ray_session(fake):
+        pass
+    assert fake.calls == [("init", {"address": "head:6379"}), ("shutdown", {})]
+    fake = FakeRay(up=True)  # a test's or a notebook's Ray: used, left running
+    with ray_session(fake, address="elsewhere:1"):
+        pass
+    assert fake.calls == []

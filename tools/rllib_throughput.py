@@ -47,7 +47,7 @@ def main():
     p.add_argument("--num-cpus", type=int, default=3, help="Ray's logical CPUs: the driver + 2 runners")
     args = p.parse_args()
     ray, _, _ = rl.import_rllib()
-    ray.init(num_cpus=args.num_cpus, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=args.num_cpus, include_dashboard=False, log_to_driver=False)
     got = {name: ([], []) for name, _, _ in SETTINGS}
     try:
         for _ in range(args.rounds):

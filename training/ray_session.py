@@ -17,8 +17,8 @@ def ray_session(ray, address: str | None = None, num_cpus: int | None = None, lo
     address = address or os.environ.get("RAY_ADDRESS")
     if address:
         ray.init(address=address)
-    else:
-        ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=log_to_driver)
+    else:  # "local": a plain ray.init() would join the cluster a past `ray start` left in /tmp/ray, even a dead one
+        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, log_to_driver=log_to_driver)
     try:
         yield
     finally:
