@@ -33,6 +33,7 @@ from .params import (
     SolverStats,
 )
 from .scene_setup import build_actor_record
+from .validation import MIN_TIME_STEP_S
 from .state_io import StateStore
 from .transforms import as_vector3
 
@@ -66,6 +67,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         self._perf = PerformanceStats()
         self._callbacks = {"pre": [], "post": []}
         self._callback_order = itertools.count()
+        self._next_actor_handle = 1  # per scene: a state restores into any scene built alike
         self._store = StateStore(self)
         self._extra_potentials: list = []  # contact / constraint potentials registered by other modules
         self._queries: set = set()
@@ -162,7 +164,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
             params = RigidActorParams(**kwargs)
         elif not isinstance(params, RigidActorParams):
             raise TypeError(f"expected RigidActorParams, got {type(params).__name__}")
-        record, pose = build_actor_record(params)  # validates everything before the scene changes
+        record, pose = build_actor_record(params, self._next_actor_handle)  # validates before the scene changes
         self._records.append(record)
         self._state = _append_actor(self._state, *pose)
         self._actor_status = np.concatenate(
@@ -170,12 +172,18 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         )
         actor = RigidActor(self, record)
         self._actors[record.handle] = actor
+        self._next_actor_handle += 1  # only once the actor exists: a rejected one changes nothing
         self._mark_dirty()
         return actor
 
     def get_actor(self, actor):
         """The actor with handle ``actor`` (an actor is accepted too)."""
-        handle = actor.get_handle() if isinstance(actor, RigidActor) else actor
+        if isinstance(actor, RigidActor):
+            if actor._scene is not self:  # handles count per scene: another scene's actor may share a handle
+                raise ValueError(f"actor {actor.get_name()!r} belongs to another scene, not {self.name!r}")
+            handle = actor.get_handle()
+        else:
+            handle = actor
         try:
             return self._actors[handle]
         except KeyError:
@@ -394,14 +402,18 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
     # --- stepping ------------------------------------------------------------------------------------------------
     def step(self, time_step_sec: float) -> None:
         """Advance every world by ``time_step_sec`` seconds. ``step(0)`` runs the callbacks only."""
-        if isinstance(time_step_sec, bool):
-            raise TypeError("time_step_sec must be a number")
+        if isinstance(time_step_sec, (bool, str, bytes)):
+            raise TypeError(f"time_step_sec must be a number, got {time_step_sec!r}")
         try:
             dt = float(time_step_sec)
         except (TypeError, ValueError) as exc:
             raise TypeError(f"time_step_sec must be a number, got {time_step_sec!r}") from exc
         if not math.isfinite(dt) or dt < 0.0:
             raise ValueError(f"time_step_sec must be finite and >= 0, got {time_step_sec!r}; the scene was not stepped")
+        if 0.0 < dt < MIN_TIME_STEP_S:
+            raise ValueError(f"time_step_sec must be 0 or at least {MIN_TIME_STEP_S:g} s, got {time_step_sec!r}: the "
+                             "inertia Hessian m/dt^2 of a shorter step swamps float64 precision; the scene was not "
+                             "stepped")
         self._run_callbacks("pre", dt)
         if dt > 0.0 and self._records:
             start = time.perf_counter()
@@ -485,6 +497,10 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         """Restore a `snapshot` bit-exactly: every world, or ``worlds`` from the snapshot's ``source_worlds``
         (default: the same worlds, or world 0 of a one-world snapshot)."""
         self._store.restore_snapshot(snapshot, worlds, source_worlds)
+
+    def check_snapshot(self, snapshot) -> None:
+        """ValueError unless ``snapshot`` (from `snapshot`) restores into every world of this scene."""
+        self._store.check(snapshot)
 
     def release_state(self, handle: int) -> None:
         self._store.release(handle)

@@ -13,6 +13,8 @@ import numpy as np
 
 import superdex_gym.sim as mochi
 
+from superdex_gym.sim.validation import real_array
+
 from .config import WorldConfig, finite_array
 
 
@@ -45,12 +47,13 @@ class RobotTaskWorlds:
         """Fresh episodes in ``worlds`` (K,), each sampled from its own generator ``rngs[k]``.
 
         ``options`` (single-world resets; the task's ``reset_options``) override the sampled values. Every option
-        is checked before anything changes (a bad one raises ValueError and leaves the world and its generator as
-        they were); the episode is always sampled, so an option leaves the generator's stream as it is."""
+        is checked (`check_options`) before anything changes (a bad one raises ValueError and leaves the world and
+        its generator as they were; the env checks them before it seeds, too); the episode is always sampled, so
+        an option leaves the generator's stream as it is."""
         worlds = np.asarray(worlds, dtype=np.int64)
         if worlds.size == 0:
             return
-        options = self._checked_options(worlds, options)
+        options = self.check_options(worlds, options)
         n = self.task.objects
         positions, quats = np.zeros((worlds.size, n, 3)), np.tile([0.0, 0.0, 0.0, 1.0], (worlds.size, n, 1))
         for k, rng in enumerate(rngs):
@@ -61,7 +64,10 @@ class RobotTaskWorlds:
         self.robot.reset_commands(worlds)
         self.task.place_objects(self.scene, positions, quats, worlds)
 
-    def _checked_options(self, worlds: np.ndarray, options: dict | None) -> dict:
+    def check_options(self, worlds: np.ndarray, options: dict | None) -> dict:
+        """Reset ``options`` validated and parsed for `reset_worlds` (ValueError names the option)."""
+        if options is not None and not isinstance(options, dict):
+            raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
         options = dict(options or {})
         supported = self.task.reset_options
         unknown = set(options) - set(supported)
@@ -81,7 +87,7 @@ class RobotTaskWorlds:
     # --- actions -------------------------------------------------------------------------------------------------
     def apply_actions(self, actions: np.ndarray) -> None:
         """Validate and apply (W, action_dim) actions, then advance every world by one control step."""
-        actions = np.asarray(actions, dtype=np.float64)
+        actions = real_array(actions, "actions")
         if actions.shape != (self.num_worlds, self.robot.action_dim):
             raise ValueError(f"actions must have shape ({self.num_worlds}, {self.robot.action_dim}), "
                              f"got {actions.shape}")
@@ -129,7 +135,20 @@ class RobotTaskWorlds:
     def get_state(self) -> dict:
         return {"scene": self.scene.snapshot(), "goal": self.goal.copy(), "robot": self.robot.get_state()}
 
+    def check_state(self, state) -> dict:
+        """A `get_state` checked against these worlds (ValueError naming the part that does not fit)."""
+        if not isinstance(state, dict) or set(state) != {"scene", "goal", "robot"}:
+            got = sorted(state) if isinstance(state, dict) else type(state).__name__
+            raise ValueError(f"state['worlds'] must have keys ['goal', 'robot', 'scene'], got {got}")
+        goal = real_array(state["goal"], "state['worlds']['goal']")
+        if goal.shape != self.goal.shape or not np.all(np.isfinite(goal)):
+            raise ValueError(f"state['worlds']['goal'] must be {self.goal.shape} finite numbers, got shape {goal.shape}")
+        self.scene.check_snapshot(state["scene"])
+        robot = self.robot.check_state(state["robot"])
+        return {"scene": state["scene"], "goal": goal, "robot": robot}
+
     def set_state(self, state: dict) -> None:
+        """Restore a state that passed `check_state`."""
         self.scene.restore_snapshot(state["scene"])
         self.goal = state["goal"].copy()
         self.robot.set_state(state["robot"])
