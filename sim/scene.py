@@ -12,6 +12,7 @@ import copy
 import itertools
 import math
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +34,7 @@ from .params import (
     SolverStats,
 )
 from .scene_setup import build_actor_record
+from .tunnelling import tunnelling_geometry, tunnelling_ratio
 from .validation import MIN_TIME_STEP_S
 from .state_io import StateStore
 from .transforms import as_vector3
@@ -77,6 +79,8 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         self._handle = SceneHandle(next(_SCENE_HANDLES))
         self._sleep_params = None  # experimental.SleepParams once set (sim/experimental.py)
         self._last_report = None
+        self._tunnelling = (None, None)  # (model, tunnelling_geometry) cached per compiled model
+        self._tunnelling_ratio = np.zeros(1)  # (W,) of the last step
         self._contact_system = ContactSystem(self)
         self._extra_potentials.append(self._contact_system)
         self.alive = True
@@ -420,6 +424,8 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
             for pot in self._extra_potentials:  # nothing can change the scene during the step's solves
                 if hasattr(pot, "before_step"):
                     pot.before_step(self)
+            start_com = self._state.current.com_position.copy()
+            start_rot = self._state.current.rotation.copy()
             try:
                 report = pipeline.step(
                     self.get_model(), self._state, dt, self._solver, self._gravity, self._extra_potentials
@@ -429,11 +435,13 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
                     if hasattr(pot, "after_solves"):
                         pot.after_solves(self)
             self._actor_status = report.actor_status
+            ratio = self._step_tunnelling_ratio(start_com, start_rot, dt)
             self._stats = SolverStats(
                 convergence_status=ConvergenceStatus(int(report.status.max(initial=1))),
                 max_non_linear_iters=report.max_iterations,
                 max_line_search_iters=report.max_line_search_iterations,
                 residual_norm=report.residual_norm,
+                max_tunnelling_ratio=float(ratio.max(initial=0.0)),
             )
             self._perf = PerformanceStats(
                 total_step_time=time.perf_counter() - start,
@@ -451,6 +459,31 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
             self._state.time += dt
             self._state.last_dt = dt
         self._run_callbacks("post", dt)
+
+    def _step_tunnelling_ratio(self, start_com, start_rot, dt) -> np.ndarray:
+        """The step's tunnelling ratio per world (sim/tunnelling.py), stored; a warning when it reaches 1."""
+        model = self.get_model()
+        if self._tunnelling[0] is not model:
+            self._tunnelling = (model, tunnelling_geometry(self._records))
+        reach, half, thinnest = self._tunnelling[1]
+        cur = self._state.current
+        ratio = tunnelling_ratio(start_com, start_rot, cur.com_position, cur.rotation, reach,
+                                 ~model.bodies.is_static, half)
+        self._tunnelling_ratio = ratio
+        if np.any(ratio >= 1.0):
+            w = int(np.argmax(ratio))
+            warnings.warn(f"a step of {dt:g} s moved a body's surface {ratio[w] * half:.3g} m (world {w}), more than "
+                          f"half the thickness of the thinnest static collider {thinnest!r} ({half:.3g} m): it may "
+                          "have passed through (tunnelling ratio "
+                          f"{ratio[w]:.3g}; scene.get_tunnelling_ratio(), docs/reliability.md)", RuntimeWarning,
+                          stacklevel=2)
+        return ratio
+
+    def get_tunnelling_ratio(self) -> np.ndarray:
+        """(W,) per world, the last step's largest surface travel of a dynamic body over the thinnest static
+        collider's half thickness (sim/tunnelling.py); >= 1 means a body may have passed through a collider."""
+        ratio = self._tunnelling_ratio
+        return ratio.copy() if ratio.shape == (self.num_worlds,) else np.zeros(self.num_worlds)
 
     # --- callbacks ----------------------------------------------------------------------------------------------
     def register_pre_step_callback(self, callback, priority: int = 0) -> int:

@@ -55,13 +55,14 @@ def goal_spaces(worlds) -> spaces.Dict:
     })
 
 
-def rewards_and_infos(task, obs: dict, dense: bool) -> tuple[np.ndarray, dict]:
-    """Rewards (float32, the sum of the terms) and infos: ``is_success``, ``distance`` (the farthest object's) and
-    each term as ``reward_<term>``, arrays over the leading axes of ``obs``."""
+def rewards_and_infos(worlds, obs: dict, dense: bool) -> tuple[np.ndarray, dict]:
+    """Rewards (float32, the sum of the terms) and infos: ``is_success``, ``distance`` (the farthest object's),
+    each term as ``reward_<term>`` and the step's physics (`worlds.physics_report`), arrays over the worlds."""
+    task = worlds.task
     achieved, desired = obs["achieved_goal"], obs["desired_goal"]
     terms = task.reward_terms(achieved, desired, dense)
     infos = {"is_success": task.is_success(achieved, desired),
-             "distance": task.distance(achieved, desired).astype(np.float64)}
+             "distance": task.distance(achieved, desired).astype(np.float64), **worlds.physics_infos()}
     infos.update({f"reward_{name}": np.asarray(value, dtype=np.float64) for name, value in terms.items()})
     return np.sum(list(terms.values()), axis=0).astype(np.float32), infos
 
@@ -111,9 +112,10 @@ class RobotTaskEnv(gym.Env):
         obs = self._obs()
         reward, info = self._reward_and_info(obs)
         terminated = bool(self.terminate_on_success and info["is_success"])
+        truncated = info["physics_diverged"]  # the episode ends rather than go on in a frozen or undone world
         if self.render_mode == "human":
             self.render()
-        return obs, reward, terminated, False, info
+        return obs, reward, terminated, truncated, info
 
     def compute_reward(self, achieved_goal, desired_goal, info=None):
         """Vectorized over leading axes: (..., goal) goals -> (...) float32 rewards (HER relabelling)."""
@@ -166,6 +168,6 @@ class RobotTaskEnv(gym.Env):
         return {k: v[0] for k, v in self.worlds.observations().items()}
 
     def _reward_and_info(self, obs) -> tuple[float, dict]:
-        reward, info = rewards_and_infos(self.worlds.task, obs, self.dense_reward)
-        info = {k: (bool(v) if k == "is_success" else float(v)) for k, v in info.items()}
+        reward, info = rewards_and_infos(self.worlds, obs, self.dense_reward)
+        info = {k: v.item() for k, v in info.items()}  # Python bool / int / float of world 0
         return float(reward), info

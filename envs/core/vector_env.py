@@ -119,7 +119,7 @@ class RobotTaskVectorEnv(VectorEnv):
         self._elapsed += 1
         self._elapsed[resetting] = 0
         terminated = self.terminate_on_success & infos["is_success"]
-        truncated = self._elapsed >= self.max_episode_steps
+        truncated = (self._elapsed >= self.max_episode_steps) | infos["physics_diverged"]
         rewards[resetting] = 0.0
         terminated[resetting] = False
         truncated[resetting] = False
@@ -143,6 +143,6 @@ class RobotTaskVectorEnv(VectorEnv):
         return tuple(frames)
 
     def _rewards_and_infos(self, obs) -> tuple[np.ndarray, dict]:
-        rewards, infos = rewards_and_infos(self.worlds.task, obs, self.dense_reward)
+        rewards, infos = rewards_and_infos(self.worlds, obs, self.dense_reward)
         ok = np.ones(self.num_envs, dtype=bool)
         return rewards, {**infos, **{f"_{k}": ok for k in infos}}

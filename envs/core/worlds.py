@@ -9,6 +9,8 @@ solver settings, the template every reset starts from, the substep loop, the goa
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 import superdex_gym.sim as mochi
@@ -36,6 +38,7 @@ class RobotTaskWorlds:
         scene.set_num_worlds(self.num_worlds)
         robot.start_commands(self.num_worlds, home)
         self.goal = np.zeros((self.num_worlds, *task.goal_shape))
+        self.physics = physics_report(self.num_worlds)
         robot_bounds = robot.observation_bounds()
         self._bounds = {**robot_bounds, **task.observation_bounds(robot_bounds)}
         missing = set(task.observation_layout) - set(self._bounds)
@@ -61,6 +64,8 @@ class RobotTaskWorlds:
         if options:
             self.task.apply_options(options, self.goal[worlds[0]], positions[0], quats[0])
         self.scene.restore_snapshot(self._template, worlds=worlds)
+        for value in self.physics.values():
+            value[worlds] = 0  # nothing stepped yet in the new episode
         self.robot.reset_commands(worlds)
         self.task.place_objects(self.scene, positions, quats, worlds)
 
@@ -96,10 +101,35 @@ class RobotTaskWorlds:
             raise ValueError(f"action contains NaN or inf (world {bad[0]}, component {bad[1]}); nothing was stepped")
         self.robot.begin_action(actions)
         n = self.config.substeps
+        report = physics_report(self.num_worlds)
         for j in range(1, n + 1):
             self.robot.drive(j / n)
-            self.scene.step(self.config.physics_dt)
+            self._guarded_step(report)
         self.robot.end_action()
+        self.physics = report
+
+    def _guarded_step(self, report: dict) -> None:
+        """One engine step; a world whose step moved a body past the middle of a static collider (tunnelling ratio
+        >= 1, sim/tunnelling.py) is put back where the step started, so nothing passes through a wall, table or
+        floor. Statuses, ratios and reverts are counted in ``report`` (the info keys of `physics_report`)."""
+        before = self.scene.snapshot()
+        with warnings.catch_warnings():  # reported per world in info instead
+            warnings.filterwarnings("ignore", message="a step of .* moved a body", category=RuntimeWarning)
+            self.scene.step(self.config.physics_dt)
+        status = self.scene.get_world_status()
+        ratio = self.scene.get_tunnelling_ratio()
+        crossed = np.flatnonzero(ratio >= 1.0)
+        if crossed.size:
+            self.scene.restore_snapshot(before, worlds=crossed)
+        report["solver_status"] = np.maximum(report["solver_status"], status)
+        report["stopped_substeps"] += status == mochi.ConvergenceStatus.STOPPED.value
+        report["diverged_substeps"] += status == mochi.ConvergenceStatus.DIVERGED.value
+        report["tunnelling_ratio"] = np.maximum(report["tunnelling_ratio"], ratio)
+        report["physics_diverged"] |= (status == mochi.ConvergenceStatus.DIVERGED.value) | (ratio >= 1.0)
+
+    def physics_infos(self) -> dict:
+        """The last control step's `physics_report` (copies; zeros for worlds reset since)."""
+        return {k: v.copy() for k, v in self.physics.items()}
 
     # --- observations --------------------------------------------------------------------------------------------
     def observations(self) -> dict:
@@ -152,3 +182,20 @@ class RobotTaskWorlds:
         self.scene.restore_snapshot(state["scene"])
         self.goal = state["goal"].copy()
         self.robot.set_state(state["robot"])
+
+
+def physics_report(num_worlds: int) -> dict:
+    """Per-world physics of one control step, the env's info keys (zeros before the first step of an episode):
+
+    * ``solver_status``: the worst ``ConvergenceStatus`` value of its substeps (1 CONVERGED, 2 STOPPED: Newton hit
+      its iteration cap, 3 DIVERGED: the engine put the world's bodies back at the step start, at rest);
+    * ``stopped_substeps`` / ``diverged_substeps``: how many substeps ended STOPPED / DIVERGED;
+    * ``tunnelling_ratio``: the largest of its substeps (sim/tunnelling.py); a substep reaching 1 is undone;
+    * ``physics_diverged``: a substep diverged or was undone: the step's physics cannot be trusted, and the env
+      truncates the episode (instead of carrying on with a frozen world).
+    """
+    return {"solver_status": np.zeros(num_worlds, dtype=np.int64),
+            "stopped_substeps": np.zeros(num_worlds, dtype=np.int64),
+            "diverged_substeps": np.zeros(num_worlds, dtype=np.int64),
+            "tunnelling_ratio": np.zeros(num_worlds),
+            "physics_diverged": np.zeros(num_worlds, dtype=bool)}
