@@ -465,23 +465,23 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         model = self.get_model()
         if self._tunnelling[0] is not model:
             self._tunnelling = (model, tunnelling_geometry(self._records))
-        reach, half, thinnest = self._tunnelling[1]
+        geometry = self._tunnelling[1]
         cur = self._state.current
-        ratio = tunnelling_ratio(start_com, start_rot, cur.com_position, cur.rotation, reach,
-                                 ~model.bodies.is_static, half)
+        ratio, which = tunnelling_ratio(start_com, start_rot, cur.com_position, cur.rotation, geometry,
+                                        ~model.bodies.is_static)
         self._tunnelling_ratio = ratio
         if np.any(ratio >= 1.0):
             w = int(np.argmax(ratio))
+            half = geometry["half"][which[w]]
             warnings.warn(f"a step of {dt:g} s moved a body's surface {ratio[w] * half:.3g} m (world {w}), more than "
-                          f"half the thickness of the thinnest static collider {thinnest!r} ({half:.3g} m): it may "
-                          "have passed through (tunnelling ratio "
-                          f"{ratio[w]:.3g}; scene.get_tunnelling_ratio(), docs/reliability.md)", RuntimeWarning,
-                          stacklevel=2)
+                          f"half the thickness of the static collider {geometry['names'][which[w]]!r} ({half:.3g} m) "
+                          f"within its reach: it may have passed through (tunnelling ratio {ratio[w]:.3g}; "
+                          "scene.get_tunnelling_ratio(), docs/reliability.md)", RuntimeWarning, stacklevel=2)
         return ratio
 
     def get_tunnelling_ratio(self) -> np.ndarray:
-        """(W,) per world, the last step's largest surface travel of a dynamic body over the thinnest static
-        collider's half thickness (sim/tunnelling.py); >= 1 means a body may have passed through a collider."""
+        """(W,) per world, the last step's largest surface travel of a dynamic body over the half thickness of a
+        static collider within its reach (sim/tunnelling.py); >= 1: a body may have passed through a collider."""
         ratio = self._tunnelling_ratio
         return ratio.copy() if ratio.shape == (self.num_worlds,) else np.zeros(self.num_worlds)
 
