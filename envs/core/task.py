@@ -48,6 +48,11 @@ class Task:
     def robot_home(self) -> np.ndarray:
         raise NotImplementedError
 
+    def escape_speed_m_s(self) -> float:
+        """The speed [m/s] above which a body could leave the arena (inf: the task has nothing that can); the
+        worlds undo a substep that leaves a body faster and truncate that episode."""
+        return float("inf")
+
     def sample_episode(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """(goal ``goal_shape``, object positions (objects, 3)); objects start upright (identity rotation)."""
         raise NotImplementedError

@@ -39,6 +39,8 @@ class RobotTaskWorlds:
         robot.start_commands(self.num_worlds, home)
         self.goal = np.zeros((self.num_worlds, *task.goal_shape))
         self.physics = physics_report(self.num_worlds)
+        self._dynamic = [a for a in scene.get_actors() if not a.is_static()]
+        self._escape_speed = task.escape_speed_m_s()
         robot_bounds = robot.observation_bounds()
         self._bounds = {**robot_bounds, **task.observation_bounds(robot_bounds)}
         missing = set(task.observation_layout) - set(self._bounds)
@@ -110,22 +112,24 @@ class RobotTaskWorlds:
 
     def _guarded_step(self, report: dict) -> None:
         """One engine step; a world whose step moved a body past the middle of a static collider (tunnelling ratio
-        >= 1, sim/tunnelling.py) is put back where the step started, so nothing passes through a wall, table or
-        floor. Statuses, ratios and reverts are counted in ``report`` (the info keys of `physics_report`)."""
+        >= 1, sim/tunnelling.py) or left one faster than the task's escape speed (it could clear the walls) is put
+        back where the step started, so nothing passes through or over a wall, the table or the floor. Statuses,
+        ratios and undone steps are counted in ``report`` (the info keys of `physics_report`)."""
         before = self.scene.snapshot()
         with warnings.catch_warnings():  # reported per world in info instead
             warnings.filterwarnings("ignore", message="a step of .* moved a body", category=RuntimeWarning)
             self.scene.step(self.config.physics_dt)
         status = self.scene.get_world_status()
         ratio = self.scene.get_tunnelling_ratio()
-        crossed = np.flatnonzero(ratio >= 1.0)
-        if crossed.size:
-            self.scene.restore_snapshot(before, worlds=crossed)
+        lin, _ = self.scene.get_actor_velocities(self._dynamic)
+        undo = (ratio >= 1.0) | (np.sqrt(np.max(np.einsum("wni,wni->wn", lin, lin), axis=1)) > self._escape_speed)
+        if np.any(undo):
+            self.scene.restore_snapshot(before, worlds=np.flatnonzero(undo))
         report["solver_status"] = np.maximum(report["solver_status"], status)
         report["stopped_substeps"] += status == mochi.ConvergenceStatus.STOPPED.value
         report["diverged_substeps"] += status == mochi.ConvergenceStatus.DIVERGED.value
         report["tunnelling_ratio"] = np.maximum(report["tunnelling_ratio"], ratio)
-        report["physics_diverged"] |= (status == mochi.ConvergenceStatus.DIVERGED.value) | (ratio >= 1.0)
+        report["physics_diverged"] |= (status == mochi.ConvergenceStatus.DIVERGED.value) | undo
 
     def physics_infos(self) -> dict:
         """The last control step's `physics_report` (copies; zeros for worlds reset since)."""
@@ -190,7 +194,8 @@ def physics_report(num_worlds: int) -> dict:
     * ``solver_status``: the worst ``ConvergenceStatus`` value of its substeps (1 CONVERGED, 2 STOPPED: Newton hit
       its iteration cap, 3 DIVERGED: the engine put the world's bodies back at the step start, at rest);
     * ``stopped_substeps`` / ``diverged_substeps``: how many substeps ended STOPPED / DIVERGED;
-    * ``tunnelling_ratio``: the largest of its substeps (sim/tunnelling.py); a substep reaching 1 is undone;
+    * ``tunnelling_ratio``: the largest of its substeps (sim/tunnelling.py); a substep reaching 1 is undone, and
+      so is one that leaves a body faster than the task's escape speed;
     * ``physics_diverged``: a substep diverged or was undone: the step's physics cannot be trusted, and the env
       truncates the episode (instead of carrying on with a frozen world).
     """

@@ -35,7 +35,9 @@ class PushConfig:
     table_half_extents: tuple = (0.4, 0.4, 0.2)  # m; the top is at z = 0
     floor_depth_m: float = 0.4  # a floor plane below the table catches a pushed-off cube
     arena_half_m: float = 1.0  # walls around the floor keep everything within |x|, |y| < arena_half_m
-    wall_height_m: float = 1.0  # walls rise from the floor to floor + wall_height_m
+    # walls rise from the floor to floor + wall_height_m: 2.2 m above the table, so a body leaving the workspace
+    # (top 0.3 m) at up to the escape speed sqrt(2 g 1.9 m) = 6.1 m/s falls back inside (docs/reliability.md)
+    wall_height_m: float = 2.6
     cube_gripper_min_distance_m: float = 0.1  # in the table plane, from the gripper's home (FetchPush: 0.1 m)
     # Grip point at reset above the cube's centre height (FetchPush's gripper_extra_height; docs/envs_notes.md).
     gripper_extra_height_m: float = 0.0
@@ -162,6 +164,12 @@ class PushTask(Task):
         return {"cube": cube, "cube_rel_grip": cube - robot["grip"],
                 "cube_rotation": mochi.lie.log_so3(scene.get_actor_rotations([self.cube])[:, 0]),
                 "cube_velocity": np.clip(lin[:, 0], -V_MAX, V_MAX), "cube_spin": np.clip(ang[:, 0], -spin, spin)}
+
+    def escape_speed_m_s(self) -> float:
+        """The speed [m/s] a body may reach: leaving the workspace's top faster, it could clear the walls (the
+        worlds undo a substep that leaves any body faster and truncate the episode)."""
+        wall_top = self.config.wall_height_m - self.config.floor_depth_m
+        return float(np.sqrt(2 * 9.8 * (wall_top - self.robot.config.workspace_high[2])))
 
     def cube_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Inside the arena walls: |x|, |y| < arena_half, z between the floor and the workspace top plus the
