@@ -54,8 +54,6 @@ from .params import QueryType
 from .potentials.base import Potential, PotentialTerms
 from .transforms import Quaternion, TransformRT
 
-_CONSTRAINT_HANDLES = itertools.count(1)
-
 # The per-world arrays of a RigidConstraintSet (leading world axis), replicated / captured / restored here.
 _PER_WORLD_STORES = ("_world_data", "_targets", "_old_targets")
 
@@ -65,6 +63,7 @@ class ConstraintSystem(Potential):
 
     def __init__(self, scene):
         self._scene = scene
+        self._next_handle = itertools.count(1)  # per scene, as actor handles
         self._sets: dict = {}  # constraint type -> RigidConstraintSet, in order of first use
         self._handles: dict = {}  # constraint type -> (C,) int64 handles, ascending = set row order
         self._type_of: dict = {}  # live handle -> constraint type
@@ -116,7 +115,7 @@ class ConstraintSystem(Potential):
             if created:  # leave no trace of a failed first constraint of a type
                 del self._sets[kind], self._handles[kind]
             raise
-        handle = next(_CONSTRAINT_HANDLES)
+        handle = next(self._next_handle)
         self._handles[kind] = np.append(self._handles[kind], handle)
         self._type_of[handle] = kind
         self._objects[handle] = Constraint(self, handle, kind)
@@ -548,6 +547,8 @@ class ConstraintSceneMixin:
     def get_constraint(self, handle) -> Constraint:
         """The constraint with this handle; KeyError if there is none (never created here, or destroyed)."""
         if isinstance(handle, Constraint):
+            if handle._system is not self._constraint_system:  # handles count per scene
+                raise ValueError(f"{handle!r} belongs to another scene")
             handle = handle.get_handle()
         system = self._constraint_system
         if system is None or handle not in system._objects:

@@ -324,6 +324,9 @@ class SolverStats:
     max_non_linear_iters: int = 0
     max_line_search_iters: int = 0
     residual_norm: float = 0.0
+    # Not a reference field: the largest surface travel of a dynamic body in the step over the half thickness of
+    # a static collider within its reach, over all worlds (sim/tunnelling.py); >= 1: it may have passed through.
+    max_tunnelling_ratio: float = 0.0
 
 
 @dataclass

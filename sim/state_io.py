@@ -52,6 +52,15 @@ class StateStore:
         if release_immediately:
             self.release(handle)
 
+    def check(self, snapshot) -> None:
+        """ValueError unless ``snapshot`` is a snapshot of a scene with these actors and as many worlds."""
+        if not (isinstance(snapshot, tuple) and len(snapshot) == 4 and isinstance(snapshot[1], State)):
+            raise ValueError(f"not a scene snapshot (scene.snapshot()): {type(snapshot).__name__}")
+        if snapshot[0] != self._layout():
+            raise ValueError("the captured state was taken with a different set of actors; cannot restore it")
+        if snapshot[1].num_worlds != self._scene.num_worlds:
+            raise ValueError(f"the snapshot holds {snapshot[1].num_worlds} worlds, the scene {self._scene.num_worlds}")
+
     def restore_snapshot(self, snapshot: tuple, worlds, source=None) -> None:
         """Restore a `snapshot` (all worlds, or ``worlds`` from the snapshot's ``source`` worlds)."""
         layout, state, status, extra = snapshot
