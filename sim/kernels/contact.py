@@ -28,7 +28,11 @@ C1_REGULARIZED, CINF_REGULARIZED = 0, 1
 _ZERO_GRADIENT_NORM = 1e-9  # friction._ZERO_GRADIENT_NORM
 _CINF_MIN_EPS = np.finfo(np.float64).eps  # ramp._CINF_MIN_EPS
 
-# Frozen model arrays of one ContactPotential, three typed structures (row-major, C-contiguous).
+# Frozen model arrays of one ContactPotential, three typed structures (row-major, C-contiguous). Python holds
+# them as these namedtuples and passes their arrays spread (``contact_terms(*samples, *pairs, *colliders, ...)``):
+# a namedtuple argument is typed by the dispatcher in Python one array at a time (0.2-0.5 ms per structure and
+# call measured on this loaded host), and inside the kernel its member reads kept reference-count updates in the
+# loops (~0.7 us per pair); plain array arguments cost neither.
 ContactSampleArrays = namedtuple("ContactSampleArrays", "points normals weights start count")
 ContactPairArrays = namedtuple(
     "ContactPairArrays",
@@ -91,18 +95,9 @@ def _grid_sdf(y, grad, v, start, dims, lo, hi, cell):
 
 
 @kernel
-def _sdf(kind, cl, col, y, grad, want_grad):
-    """phi of collider ``cl`` at collider-frame point y (3,); its raw gradient into ``grad`` when asked.
-    The arrays of ``col`` are handed on one by one: a structure passed to a function costs a reference count
-    update per member and call (measured: ~1 us per sample with the whole structure)."""
-    return _sdf_of(kind, y, grad, want_grad, col.normal[cl], col.offset[cl], col.center[cl], col.radius[cl],
-                   col.rotation[cl], col.half_extents[cl], col.grid_values, col.grid_start[cl], col.grid_dims[cl],
-                   col.grid_min[cl], col.grid_max[cl], col.grid_cell[cl])
-
-
-@kernel
 def _sdf_of(kind, y, grad, want_grad, n, offset, c, radius, rot, e, g_values, g_start, g_dims, g_min, g_max, g_cell):
-    """`_sdf` on one collider's parameters."""
+    """phi of one collider at the collider-frame point y (3,), its raw gradient into ``grad`` when asked; the
+    parameters of every kind are passed, the kind picks what it reads."""
     if kind == GRID:
         return _grid_sdf(y, grad, g_values, g_start, g_dims, g_min, g_max, g_cell)
     if kind == PLANE:
@@ -199,8 +194,13 @@ def _add_jt_h_j(h, lever_a, lever_b, scale, out, work):
 
 
 @kernel
-def contact_terms(smp, prs, col, com, rot, com0, rot0, stage_dt, friction_model, fade_friction,
-                  implicit_normal_force, fitted_hessian, want_hessian, energy_out, grad_out, hess_out, coupling_out):
+def contact_terms(
+        s_points, s_normals, s_weights, s_start, s_count, p_colliding, p_collider, p_collider_index, p_k, p_eps,
+        p_delta, p_mu, p_c_t, p_c_n, p_falloff_vel, p_max_alignment, p_use_collider_normal, p_dissipative, p_reach,
+        p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector, p_bound_scalar, p_slot, p_flip, c_kind,
+        c_center, c_half_extents, c_rotation, c_radius, c_normal, c_offset, c_grid_values, c_grid_start, c_grid_dims,
+        c_grid_min, c_grid_max, c_grid_cell, com, rot, com0, rot0, stage_dt, friction_model, fade_friction,
+        implicit_normal_force, fitted_hessian, want_hessian, energy_out, grad_out, hess_out, coupling_out):
     """Add every world's contact terms into energy_out (W,), grad_out (W, N, 6), hess_out (W, N, 6, 6) and the
     coupling blocks coupling_out (W, S, 6, 6) of the pairs' slots; returns True when some row coupled two
     dynamic bodies (the caller then passes the blocks to the solver)."""
@@ -226,8 +226,8 @@ def contact_terms(smp, prs, col, com, rot, com0, rot0, stage_dt, friction_model,
     # row order (world, pair, sample), the order of assemble_rigid_contact's bincount, so that sums of several
     # rows on one body round as in the numpy oracle.
     max_rows = 0
-    for p in range(prs.colliding.shape[0]):
-        max_rows += smp.count[prs.colliding[p]]
+    for p in range(p_colliding.shape[0]):
+        max_rows += s_count[p_colliding[p]]
     row_a = np.empty(max_rows, np.int64)
     row_b = np.empty(max_rows, np.int64)
     row_g = np.empty((max_rows, 3))
@@ -237,46 +237,48 @@ def contact_terms(smp, prs, col, com, rot, com0, rot0, stage_dt, friction_model,
     for w in range(com.shape[0]):
         e_world = 0.0
         num_rows = 0
-        for p in range(prs.colliding.shape[0]):
-            a, b, cl = prs.colliding[p], prs.collider[p], prs.collider_index[p]
-            kind = col.kind[cl]
+        for p in range(p_colliding.shape[0]):
+            a, b, cl = p_colliding[p], p_collider[p], p_collider_index[p]
+            kind = c_kind[cl]
             ca, cb, ra, rb = com[w, a], com[w, b], rot[w, a], rot[w, b]
             # Broad phase: the sample sphere's centre in B's frame against the collider's bound (exact for boxes).
-            sc = prs.sphere_center[p]
+            sc = p_sphere_center[p]
             for i in range(3):
                 x[i] = ca[i] + ((ra[i, 0] * sc[0] + ra[i, 2] * sc[2]) + ra[i, 1] * sc[1]) - cb[i]
             for i in range(3):
                 y[i] = (rb[0, i] * x[0] + rb[1, i] * x[1]) + rb[2, i] * x[2]
             if kind == BOX:
-                lb = _sdf(kind, cl, col, y, dummy, False)
-            elif prs.bound_is_half[p]:
-                v = prs.bound_vector[p]
-                lb = (y[0] * v[0] + y[2] * v[2]) + y[1] * v[1] - prs.bound_scalar[p]
+                lb = _sdf_of(kind, y, dummy, False, c_normal[cl], c_offset[cl], c_center[cl], c_radius[cl],
+                            c_rotation[cl], c_half_extents[cl], c_grid_values, c_grid_start[cl], c_grid_dims[cl],
+                            c_grid_min[cl], c_grid_max[cl], c_grid_cell[cl])
+            elif p_bound_is_half[p]:
+                v = p_bound_vector[p]
+                lb = (y[0] * v[0] + y[2] * v[2]) + y[1] * v[1] - p_bound_scalar[p]
             else:
-                v = prs.bound_vector[p]
+                v = p_bound_vector[p]
                 d0, d1, d2 = y[0] - v[0], y[1] - v[1], y[2] - v[2]
-                lb = np.sqrt((d0 * d0 + d1 * d1) + d2 * d2) - prs.bound_scalar[p]
-            if not (lb - prs.sphere_radius[p] <= prs.reach[p]):
+                lb = np.sqrt((d0 * d0 + d1 * d1) + d2 * d2) - p_bound_scalar[p]
+            if not (lb - p_sphere_radius[p] <= p_reach[p]):
                 continue
-            delta = prs.delta[p]
-            k, eps = prs.k[p], prs.eps[p]
+            delta = p_delta[p]
+            k, eps = p_k[p], p_eps[p]
             ca0, cb0, ra0, rb0 = com0[w, a], com0[w, b], rot0[w, a], rot0[w, b]
             # Y = M X + t with M = R_B^T R_A, t = R_B^T (c_A - c_B), per pair (the oracle's grouping and rounding).
             for i in range(3):
                 t_ab[i] = (rb[0, i] * (ca[0] - cb[0]) + rb[1, i] * (ca[1] - cb[1])) + rb[2, i] * (ca[2] - cb[2])
                 for j in range(3):
                     m_ab[i, j] = (rb[0, i] * ra[0, j] + rb[1, i] * ra[1, j]) + rb[2, i] * ra[2, j]
-            col_n, c_off, c_c, c_r = col.normal[cl], col.offset[cl], col.center[cl], col.radius[cl]
-            c_rot, c_e, g_start, g_dims = col.rotation[cl], col.half_extents[cl], col.grid_start[cl], col.grid_dims[cl]
-            g_min, g_max, g_cell, g_values = col.grid_min[cl], col.grid_max[cl], col.grid_cell[cl], col.grid_values
-            bv, b_scalar, reach = prs.bound_vector[p], prs.bound_scalar[p], prs.reach[p]
-            points, normals, weights = smp.points, smp.normals, smp.weights
+            col_n, c_off, c_c, c_r = c_normal[cl], c_offset[cl], c_center[cl], c_radius[cl]
+            c_rot, c_e, g_start, g_dims = c_rotation[cl], c_half_extents[cl], c_grid_start[cl], c_grid_dims[cl]
+            g_min, g_max, g_cell, g_values = c_grid_min[cl], c_grid_max[cl], c_grid_cell[cl], c_grid_values
+            bv, b_scalar, reach = p_bound_vector[p], p_bound_scalar[p], p_reach[p]
+            points, normals, weights = s_points, s_normals, s_weights
             # The pair's parameters as locals: reading a structure's member in the sample loop is not free.
-            m_align, dissipative, use_collider_normal = prs.max_alignment[p], prs.dissipative[p], prs.use_collider_normal[p]
-            mu, c_t, c_n = prs.mu[p], prs.c_t[p] / stage_dt, prs.c_n[p] / stage_dt
-            width, slot, flip = prs.falloff_vel[p] * stage_dt, prs.slot[p], prs.flip[p]
-            s0 = smp.start[a]
-            for s in range(s0, s0 + smp.count[a]):
+            m_align, dissipative, use_collider_normal = p_max_alignment[p], p_dissipative[p], p_use_collider_normal[p]
+            mu, c_t, c_n = p_mu[p], p_c_t[p] / stage_dt, p_c_n[p] / stage_dt
+            width, slot, flip = p_falloff_vel[p] * stage_dt, p_slot[p], p_flip[p]
+            s0 = s_start[a]
+            for s in range(s0, s0 + s_count[a]):
                 xs = points[s]
                 for i in range(3):
                     y[i] = ((m_ab[i, 0] * xs[0] + m_ab[i, 2] * xs[2]) + m_ab[i, 1] * xs[1]) + t_ab[i]
@@ -401,3 +403,4 @@ def contact_terms(smp, prs, col, com, rot, com0, rot0, stage_dt, friction_model,
                     _add_jt_h_j(row_h[q], lever, lever, 1.0, hess_out[w, body], work)
         energy_out[w] += e_world
     return coupled
+
