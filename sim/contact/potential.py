@@ -433,7 +433,7 @@ class ContactPotential(Potential):
         block = np.zeros((num_worlds, num_slots, 6, 6)) if want_hessian and num_slots else _NO_BLOCKS
         cfg = self.config
         coupled = contact_kernels.contact_terms(
-            self._kernel_samples, self._kernel_pairs, self._kernel_colliders, kernel_array(com), kernel_array(rot),
+            *self._kernel_samples, *self._kernel_pairs, *self._kernel_colliders, kernel_array(com), kernel_array(rot),
             kernel_array(com0), kernel_array(rot0), float(ctx.stage_dt), _FRICTION_MODEL_CODE[cfg.friction_model],
             bool(cfg.fade_friction), bool(cfg.implicit_normal_force_for_dissipation),
             bool(cfg.fitted_friction_hessian), bool(want_hessian), terms.energy, terms.gradient,
