@@ -80,6 +80,21 @@ def test_a_diverging_world_is_truncated_with_a_flag_and_the_others_go_on():
     assert reward[1] == 0.0 and not truncated[1] and not infos["physics_diverged"][1]
 
 
+def test_engine_warns_when_a_world_diverges():
+    venv = gym.make_vec("SuperDex/Push-v0", num_envs=2)
+    venv.reset(seed=0)
+    scene = venv.worlds.scene
+    _diverge_world(scene, 1)
+    with pytest.warns(RuntimeWarning, match=r"diverged in world\(s\) \[1\]"):
+        scene.step(0.02)
+    assert scene.get_world_status().tolist() == [1, 3]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the env reports it in info instead of warning
+        _diverge_world(scene, 1)
+        _, _, _, truncated, _ = venv.step(np.zeros((2, 4)))
+    assert truncated.tolist() == [False, True]
+
+
 def test_single_env_truncates_a_diverging_world():
     env = gym.make("SuperDex/Push-v0")
     env.reset(seed=0)
