@@ -224,7 +224,8 @@ class NonLinearSolverParams:
     # for depths < 2 eps) otherwise works off by a factor ~0.3 per iteration (README "Solver notes").
     initial_guess: InitialGuess = InitialGuess.LATEST_SOLUTION
     # Not a reference field. A world that reaches max_iter (or the time limit) unconverged keeps the iterate with
-    # the lowest residual norm |r| it visited instead of the last one (issue 16 wants it); off = the reference.
+    # the lowest stage energy it visited instead of the last one (issue 16; the envs turn it on); off = the
+    # reference.
     best_iterate_on_stop: bool = False
 
     @classmethod

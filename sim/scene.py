@@ -453,6 +453,11 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
                     pot.after_solves(self)
             self._actor_status = report.actor_status
             ratio = self._step_tunnelling_ratio(start_com, start_rot, dt)
+            diverged = np.flatnonzero(report.status == ConvergenceStatus.DIVERGED.value)
+            if diverged.size:  # as MuJoCo warns on instability: the world did not advance
+                warnings.warn(f"the Newton solve diverged in world(s) {diverged[:8].tolist()}: their dynamic actors "
+                              "were put back at the step start, at rest (get_world_status(); docs/reliability.md)",
+                              RuntimeWarning, stacklevel=2)
             self._stats = SolverStats(
                 convergence_status=ConvergenceStatus(int(report.status.max(initial=1))),
                 max_non_linear_iters=report.max_iterations,

@@ -174,6 +174,8 @@ MAKE_CASES = [
     ("solver_abs_tol_zero", {"solver_abs_tol": 0.0}, ValueError, "solver_abs_tol"),
     ("solver_max_iter_huge", {"solver_max_iter": 10**6}, ValueError, "solver_max_iter"),
     ("solver_initial_guess_unknown", {"solver_initial_guess": "GUESS"}, ValueError, "solver_initial_guess"),
+    ("solver_best_iterate_string", {"solver_best_iterate_on_stop": "False"}, TypeError,
+     "solver_best_iterate_on_stop must be a bool"),
     ("cube_mass_1e9", {"cube_mass": 1e9}, ValueError, "cube_mass must be in"),
     ("cube_mass_too_heavy_to_push", {"cube_mass": 20.0}, ValueError, "too heavy to push"),
     ("cube_mass_zero", {"cube_mass": 0.0}, ValueError, "cube_mass"),

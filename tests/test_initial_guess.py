@@ -154,10 +154,10 @@ def test_targets_guess_leaves_bodies_the_target_does_not_decide(case):
     np.testing.assert_array_equal(it_tg, it_cv)
 
 
-def test_best_iterate_on_stop_keeps_the_lowest_residual_iterate_at_the_cap():
-    """E = s sqrt(1 + x^2) on the box's CoM x: from |x0| > 1 plain Newton overshoots (x -> -x^3, the residual
-    |x| / sqrt(1 + x^2) grows every iteration), so with the line search off and 3 iterations the last iterate is
-    the worst and the start the best. With the flag the world stops (STOPPED) at its start; off (the default)
+def test_best_iterate_on_stop_keeps_the_lowest_energy_iterate_at_the_cap():
+    """E = s sqrt(1 + x^2) on the box's CoM x: from |x0| > 1 plain Newton overshoots (x -> -x^3, the energy and
+    the residual |x| / sqrt(1 + x^2) grow every iteration), so with the line search off and 3 iterations the last
+    iterate is the worst and the start the best. With the flag the world stops (STOPPED) at its start; off (the default)
     it ends at the last iterate, as before. The inertia of a 100 s step is ~1e-4 of the curvature here."""
     from superdex_gym.sim.potentials.base import Potential, PotentialTerms
 

@@ -352,7 +352,8 @@ def test_divergence_reverts_pose_and_zeroes_velocity():
     sp.non_linear_solver.abs_div_tol = 1.0  # the first residual (m g = 470 N) already exceeds it
     scene.set_solver_params(sp)
     before = a.get_root_transform()
-    scene.step(0.01)
+    with pytest.warns(RuntimeWarning, match="diverged in world"):  # as MuJoCo warns on instability
+        scene.step(0.01)
     assert scene.get_solver_stats().convergence_status is mochi.ConvergenceStatus.DIVERGED
     assert a.get_convergence_status() is mochi.ConvergenceStatus.DIVERGED
     np.testing.assert_array_equal(a.get_root_transform().translation, before.translation)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import superdex_gym.sim as mochi
-from superdex_gym.sim.validation import as_int, as_real, bounded_real, real_array
+from superdex_gym.sim.validation import as_bool, as_int, as_real, bounded_real, real_array
 
 V_MAX = 10.0  # m/s, bound of every linear velocity in an observation (clipped to it; see docs/envs_notes.md)
 # s: at V_MAX a body moves at most 0.2 m per step, the table's half thickness, so it cannot pass its midplane
@@ -33,6 +33,9 @@ class WorldConfig:
     # Newton starts from the constant-velocity prediction, the gripper on its drive targets (docs/envs_notes.md)
     solver_initial_guess: mochi.InitialGuess = mochi.InitialGuess.CONSTANT_VELOCITY_AND_TARGETS
     solver_line_search_max_iter: int = 2  # engine default 4 (docs/envs_notes.md)
+    # A world that stops at the iteration cap keeps its lowest-energy iterate, not the last one, which launched
+    # cubes at 26-29 m/s (docs/reliability.md)
+    solver_best_iterate_on_stop: bool = True
 
     @property
     def control_dt(self) -> float:
@@ -62,15 +65,19 @@ class WorldConfig:
         sp.non_linear_solver.max_iter = int(self.solver_max_iter)
         sp.non_linear_solver.initial_guess = self.solver_initial_guess
         sp.non_linear_solver.line_search_max_iter = self.solver_line_search_max_iter
+        sp.non_linear_solver.best_iterate_on_stop = self.solver_best_iterate_on_stop
         scene.set_solver_params(sp)
 
 
 def world_config(physics_dt=0.02, substeps=2, solver_abs_tol=1e-2, solver_max_iter=8,
-                 solver_initial_guess="CONSTANT_VELOCITY_AND_TARGETS", solver_line_search_max_iter=2) -> WorldConfig:
+                 solver_initial_guess="CONSTANT_VELOCITY_AND_TARGETS", solver_line_search_max_iter=2,
+                 solver_best_iterate_on_stop=True) -> WorldConfig:
     """The physics and solver ``gym.make`` kwargs as a validated `WorldConfig`.
 
     ``solver_initial_guess``: an ``InitialGuess`` or its name; ``"LATEST_SOLUTION"`` is the reference's.
-    ``solver_line_search_max_iter``: line-search tries per Newton iteration (the engine's default is 4)."""
+    ``solver_line_search_max_iter``: line-search tries per Newton iteration (the engine's default is 4).
+    ``solver_best_iterate_on_stop``: a solve stopped at its cap keeps its lowest-energy iterate (False: the last,
+    as the reference engine does)."""
     if isinstance(solver_initial_guess, str):
         try:
             solver_initial_guess = mochi.InitialGuess[solver_initial_guess.upper()]
@@ -79,7 +86,9 @@ def world_config(physics_dt=0.02, substeps=2, solver_abs_tol=1e-2, solver_max_it
             raise ValueError(f"solver_initial_guess must be one of {names}, got {solver_initial_guess!r}") from None
     return WorldConfig(physics_dt=as_real(physics_dt, "physics_dt"), substeps=substeps, solver_abs_tol=solver_abs_tol,
                        solver_max_iter=solver_max_iter, solver_initial_guess=solver_initial_guess,
-                       solver_line_search_max_iter=solver_line_search_max_iter).validate()
+                       solver_line_search_max_iter=solver_line_search_max_iter,
+                       solver_best_iterate_on_stop=as_bool(solver_best_iterate_on_stop,
+                                                           "solver_best_iterate_on_stop")).validate()
 
 
 def split_kwargs(kwargs: dict, *factories) -> list[dict]:

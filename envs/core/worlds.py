@@ -118,6 +118,7 @@ class RobotTaskWorlds:
         before = self.scene.snapshot()
         with warnings.catch_warnings():  # reported per world in info instead
             warnings.filterwarnings("ignore", message="a step of .* moved a body", category=RuntimeWarning)
+            warnings.filterwarnings("ignore", message="the Newton solve diverged", category=RuntimeWarning)
             self.scene.step(self.config.physics_dt)
         status = self.scene.get_world_status()
         ratio = self.scene.get_tunnelling_ratio()
