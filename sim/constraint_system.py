@@ -51,20 +51,19 @@ from .constraints import (
     RigidSphericalJointConstraintParams,
 )
 from .params import QueryType
-from .potentials.base import PotentialTerms
+from .potentials.base import Potential, PotentialTerms
 from .transforms import Quaternion, TransformRT
-
-_CONSTRAINT_HANDLES = itertools.count(1)
 
 # The per-world arrays of a RigidConstraintSet (leading world axis), replicated / captured / restored here.
 _PER_WORLD_STORES = ("_world_data", "_targets", "_old_targets")
 
 
-class ConstraintSystem:
+class ConstraintSystem(Potential):
     """Every constraint of one scene, as one potential with the scene's extension hooks."""
 
     def __init__(self, scene):
         self._scene = scene
+        self._next_handle = itertools.count(1)  # per scene, as actor handles
         self._sets: dict = {}  # constraint type -> RigidConstraintSet, in order of first use
         self._handles: dict = {}  # constraint type -> (C,) int64 handles, ascending = set row order
         self._type_of: dict = {}  # live handle -> constraint type
@@ -109,14 +108,14 @@ class ConstraintSystem:
             self._handles[kind] = np.zeros(0, dtype=np.int64)
         names = ("actor",) if len(rows) == 1 else ("actor_a", "actor_b")
         resolved = dataclasses.replace(params, **dict(zip(names, rows)))
-        cur = self._scene._state.current
+        cur = self._scene.current_kinematics()
         try:
             self._sets[kind].add(resolved, cur.com_position, cur.rotation)
         except Exception:
             if created:  # leave no trace of a failed first constraint of a type
                 del self._sets[kind], self._handles[kind]
             raise
-        handle = next(_CONSTRAINT_HANDLES)
+        handle = next(self._next_handle)
         self._handles[kind] = np.append(self._handles[kind], handle)
         self._type_of[handle] = kind
         self._objects[handle] = Constraint(self, handle, kind)
@@ -386,7 +385,7 @@ class Constraint:
         cs, row = self._locate()
         w = self._scene._check_world(world)
         self._system._sync_com_local(self._scene.get_model().bodies.com_local)
-        cur = self._scene._state.current
+        cur = self._scene.current_kinematics()
         return cs.deviation(cur.com_position[w : w + 1], cur.rotation[w : w + 1], worlds=[w])[0, row].copy()
 
     def get_force(self, world: int = 0) -> np.ndarray:
@@ -417,7 +416,7 @@ class Constraint:
         """The ``index``-th constrained actor (0 = ``actor`` / ``actor_a``, 1 = ``actor_b``)."""
         cs, row = self._locate()
         model_row = int(cs.actors[row, self._slot(cs, index)])
-        return self._scene._actors[self._scene._records[model_row].handle]
+        return self._scene.actor_at_row(model_row)
 
     def get_dof_indices_for_actor(self, index: int) -> np.ndarray:
         """The DoFs of actor ``index`` that the constraint acts on (0-2 translation, 3-5 rotation)."""
@@ -548,6 +547,8 @@ class ConstraintSceneMixin:
     def get_constraint(self, handle) -> Constraint:
         """The constraint with this handle; KeyError if there is none (never created here, or destroyed)."""
         if isinstance(handle, Constraint):
+            if handle._system is not self._constraint_system:  # handles count per scene
+                raise ValueError(f"{handle!r} belongs to another scene")
             handle = handle.get_handle()
         system = self._constraint_system
         if system is None or handle not in system._objects:

@@ -28,7 +28,7 @@ from .contact.grid_sdf import GridSdfCollider, rigid_actor_sdf_padding
 from .contact.params import ContactEvalConfig, ContactPairParamsOverride, combine_contact_params
 from .contact.potential import BodyCollider, ContactPair, ContactPotential, ContactSamples
 from .params import QueryType
-from .potentials.base import PotentialTerms
+from .potentials.base import Potential, PotentialTerms
 from .quadrature import boundary_samples
 
 
@@ -56,7 +56,9 @@ class ContactPoint:
     sample_index: int
 
 
-class ContactSystem:
+class ContactSystem(Potential):
+    """The scene's contact: a `Potential` whose hooks keep the built `ContactPotential` current and fill queries."""
+
     def __init__(self, scene):
         self._scene = scene
         self._potential = None
@@ -64,7 +66,6 @@ class ContactSystem:
         self._layer_disabled: set = set()  # (layer_colliding, layer_collider)
         self._actor_disabled: set = set()  # (handle_colliding, handle_collider)
         self._overrides: dict = {}  # frozenset{handle_a, handle_b} -> ContactPairParamsOverride
-        self._rows = None  # ContactPotential body index -> scene row (identity here)
         self._forces = None  # (W, N, 3)
         self._torques = None
         self._points = None  # per world list of ContactPoint
@@ -77,7 +78,7 @@ class ContactSystem:
 
     def _current_version(self):
         scene = self._scene
-        records = scene._records
+        records = scene.actor_records()
         return (
             tuple(r.handle for r in records),
             tuple(id(r.contact) for r in records),
@@ -86,7 +87,7 @@ class ContactSystem:
             frozenset(self._layer_disabled),
             frozenset(self._actor_disabled),
             tuple(sorted((tuple(sorted(k)), repr(v)) for k, v in self._overrides.items())),
-            repr(scene._solver.experimental_eval),
+            repr(scene.contact_evaluation_params()),
         )
 
     def before_step(self, scene) -> None:
@@ -109,7 +110,7 @@ class ContactSystem:
 
     # --- building -----------------------------------------------------------------------------------------------
     def _build(self):
-        records = self._scene._records
+        records = self._scene.actor_records()
         n = len(records)
         if n == 0:
             return None
@@ -138,7 +139,7 @@ class ContactSystem:
                 pairs.append(ContactPair(a, b, params, add_padding))
         if not pairs:
             return None
-        config = ContactEvalConfig.from_experimental(self._scene._solver.experimental_eval)
+        config = ContactEvalConfig.from_experimental(self._scene.contact_evaluation_params())
         return ContactPotential(
             num_bodies=n,
             is_static=[r.is_static for r in records],
@@ -153,7 +154,7 @@ class ContactSystem:
             config=config,
         )
 
-    # --- Potential interface and hooks ------------------------------------------------------------------------
+    # --- Potential interface and hooks (sim/potentials/base.py) -----------------------------------------------
     def evaluate(self, ctx, com_position, rotation, want_hessian):
         pot = self.potential()
         if pot is None:
@@ -165,7 +166,8 @@ class ContactSystem:
         want_points = scene.is_query_registered(QueryType.CONTACT_POINTS)
         if not (want_force or want_points or scene.is_query_registered(QueryType.SDF_DISTANCES)):
             return
-        w, n = scene.num_worlds, len(scene._records)
+        records = scene.actor_records()
+        w, n = scene.num_worlds, len(records)
         forces, torques = np.zeros((w, n, 3)), np.zeros((w, n, 3))
         points = [[] for _ in range(w)]
         stage_points = []  # (worlds, ContactPoints) per world group: the per-actor queries read them (actor_queries)
@@ -179,10 +181,10 @@ class ContactSystem:
                 if want_points:
                     self._collect_points(scene, rep.points, worlds, ctx, com, rot, points)
         self._forces, self._torques, self._points = forces, torques, points
-        self.last_contact_points = (tuple(r.handle for r in scene._records), w, stage_points)
+        self.last_contact_points = (tuple(r.handle for r in records), w, stage_points)
 
     def _collect_points(self, scene, pts, worlds, ctx, com, rot, out) -> None:
-        records = scene._records
+        records = scene.actor_records()
         face_lookup = {}
         for k in range(len(pts.world)):
             wl = int(pts.world[k])
@@ -235,7 +237,7 @@ class ContactSystem:
         collider = _collider_of(record)
         if collider is None:
             raise ValueError(f"actor {record.name!r} has no collider (collider type NONE)")
-        cur = self._scene._state.current
+        cur = self._scene.current_kinematics()
         c, r = cur.com_position[world, row], cur.rotation[world, row]
         local = (points_world - c) @ r  # R^T (x - c) for each row
         return collider.evaluate(local).phi

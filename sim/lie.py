@@ -174,7 +174,3 @@ def quat_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         axis=-1,
     )
 
-
-def orthonormalize(rot: np.ndarray) -> np.ndarray:
-    """Nearest rotation (polar factor) of (..., 3, 3) matrices close to a rotation, via the quaternion."""
-    return quat_to_matrix(matrix_to_quat(rot))

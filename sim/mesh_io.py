@@ -377,7 +377,11 @@ def bake_shape(shape, bake_scale=None, bake_transform=None) -> Shape:
 def _shape_from_trimesh(path: Path) -> Shape:
     import trimesh  # core dependency; imported here because it is slow to import
 
-    mesh = trimesh.load(path, force="mesh")
+    try:
+        mesh = trimesh.load(path, force="mesh")
+    except (IndexError, ValueError, KeyError) as exc:  # trimesh's own errors name neither the file nor the problem
+        raise ValueError(f"{path.name}: not a readable triangle mesh (a face index out of range or a malformed "
+                         f"line?): {type(exc).__name__}: {exc}") from exc
     if not isinstance(mesh, trimesh.Trimesh) or len(mesh.faces) == 0:
         raise ValueError(f"{path.name}: no triangles could be read")
     mesh.merge_vertices()

@@ -8,7 +8,9 @@ keeps its per-actor rows in the same order as the model.
 from __future__ import annotations
 
 import copy
+from collections import namedtuple
 from dataclasses import dataclass, field, fields
+from functools import cached_property
 
 import numpy as np
 
@@ -28,6 +30,26 @@ class Bodies:
     @property
     def num(self) -> int:
         return int(self.mass.shape[0])
+
+    @cached_property
+    def kernel_arrays(self) -> "BodyKernelArrays":
+        """The arrays the kernels read, C-contiguous and writable (sim/jit.py), built once per model."""
+        from .jit import kernel_array
+
+        return BodyKernelArrays(
+            mass=kernel_array(self.mass),
+            second_moment=kernel_array(self.second_moment),
+            is_static=kernel_array(self.is_static, np.bool_),
+            has_gravity=kernel_array(self.has_gravity, np.bool_),
+            rotational_inertia=kernel_array(~self.is_static & ~self.newton_euler, np.bool_),
+            inertia=kernel_array(self.inertia),
+            newton_euler=kernel_array(~self.is_static & self.newton_euler, np.bool_),
+        )
+
+
+# Per-body arrays for the kernels; rotational_inertia / newton_euler (N,) mark the dynamic bodies of each form.
+BodyKernelArrays = namedtuple("BodyKernelArrays",
+                              "mass second_moment is_static has_gravity rotational_inertia inertia newton_euler")
 
 
 @dataclass(frozen=True)
@@ -111,9 +133,6 @@ class Kinematics:
     def put(self, worlds: np.ndarray, other: "Kinematics") -> None:
         for f in fields(self):
             getattr(self, f.name)[worlds] = getattr(other, f.name)
-
-    def take_bodies(self, bodies: np.ndarray) -> "Kinematics":
-        return Kinematics(**{f.name: getattr(self, f.name)[:, bodies] for f in fields(self)})
 
     @staticmethod
     def at_rest(num_worlds: int, num_bodies: int) -> "Kinematics":

@@ -41,12 +41,11 @@ class NewtonResult:
 def evaluate_potentials(potentials, ctx, com_position, rotation, want_hessian) -> PotentialTerms:
     """Sum every potential's terms; static actors' rows are zeroed (their pose is prescribed).
 
-    A potential with ``is_active(ctx)`` returning False contributes nothing and is not evaluated."""
+    A potential whose ``is_active(ctx)`` returns False contributes nothing and is not evaluated."""
     num_worlds, num_bodies = com_position.shape[:2]
     total = None
     for pot in potentials:
-        active = getattr(pot, "is_active", None)
-        if active is not None and not active(ctx):
+        if not pot.is_active(ctx):
             continue
         t = pot.evaluate(ctx, com_position, rotation, want_hessian)
         if total is None:  # the sum starts as a copy of the first terms (a potential may return cached arrays)
@@ -178,162 +177,229 @@ def _apply(com_position, rotation, dx, lam, mask, dyn_idx=None):
 
 
 def newton_solve(potentials, ctx: StageContext, com_position, rotation, params: NonLinearSolverParams) -> NewtonResult:
-    """Newton over the worlds of ``ctx`` (see the module docstring).
+    """Newton over the worlds of ``ctx`` (see the module docstring), as named stages of a `_NewtonRun`:
+
+        per iteration: [remember_best] -> finishing_status -> retire the finished worlds -> newton_direction
+        -> step_test -> line_search
 
     The iteration works on a compacted batch: when worlds finish (converged, stopped, diverged) their iterate and
     residual are written to the result and every array, the context included, shrinks to the worlds still
     iterating, so the last few slow worlds cost what a batch of that size costs. Per-world arithmetic is the same
     as on the full batch (bit-identical results).
     """
-    bodies = ctx.model.bodies
-    num_worlds = com_position.shape[0]
-    out_c, out_r = com_position.copy(), rotation.copy()
-    out_grad = np.zeros(com_position.shape[:2] + (6,))
-    status = np.full(num_worlds, ConvergenceStatus.NOT_STARTED.value)
-    iterations = np.zeros(num_worlds, dtype=np.int64)
-    ls_iters = np.zeros(num_worlds, dtype=np.int64)
-    mode = params.psd_proj_mode
-    t_asm = t_solve = t_ls = 0.0
-    start = time.perf_counter()
-    ctx_cache: dict = {}
+    run = _NewtonRun(potentials, ctx, com_position, rotation, params)
+    for it in range(params.max_iter + 1):
+        if params.verbosity is Verbosity.VERBOSE:
+            run.log_iteration(it)
+        if params.best_iterate_on_stop:
+            run.remember_best()
+        fin, capped = run.finishing_status(it)
+        finished = fin != ConvergenceStatus.NOT_STARTED.value
+        if np.any(finished) and run.retire(finished, fin[finished], capped[finished]).size == 0:
+            break
+        dx = run.newton_direction()
+        if dx is None:  # every remaining world's solve failed: nothing to search
+            break
+        run.iterations[run.idx] += 1
+        run.step_test(dx)
+        run.line_search(dx)
+    return run.result()
 
-    def context_of(rows):
+
+class _NewtonRun:
+    """One `newton_solve` call: the result arrays over all worlds of ``ctx`` and the working set, the worlds still
+    iterating (batch indices ``idx`` and, row for row, their context ``wctx``, iterate ``c, rot``, terms and
+    bookkeeping)."""
+
+    def __init__(self, potentials, ctx: StageContext, com_position, rotation, params: NonLinearSolverParams):
+        self.potentials, self.ctx, self.params = potentials, ctx, params
+        self.bodies = ctx.model.bodies
+        num_worlds = com_position.shape[0]
+        self.num_worlds = num_worlds
+        self.out_c, self.out_r = com_position.copy(), rotation.copy()
+        self.out_grad = np.zeros(com_position.shape[:2] + (6,))
+        self.status = np.full(num_worlds, ConvergenceStatus.NOT_STARTED.value)
+        self.iterations = np.zeros(num_worlds, dtype=np.int64)
+        self.ls_iters = np.zeros(num_worlds, dtype=np.int64)
+        self.t_asm = self.t_solve = self.t_ls = 0.0
+        self.start = time.perf_counter()
+        self._ctx_cache: dict = {}
+        self.idx = np.arange(num_worlds)
+        self.wctx = ctx
+        self.c, self.rot = com_position.copy(), rotation.copy()
+        self.project_always = np.full(num_worlds, params.psd_proj_mode is PsdProjMode.ALWAYS)
+        self.terms = self.evaluate(self.c, self.rot, self.project_always)
+        self.rho0 = _actor_residuals(self.terms.gradient, self.wctx)
+        self.norm0 = _residual_norm(self.terms.gradient)
+        self.dyn = ~self.bodies.is_static
+        self.dyn_idx = np.flatnonzero(self.dyn)
+        self.stop_next = np.zeros(num_worlds, dtype=bool)  # last raw increment below rel_step_tol
+        # best_iterate_on_stop: the lowest-energy iterate of each working-set world so far and its terms' gradient.
+        if params.best_iterate_on_stop:
+            self.best_energy = np.full(num_worlds, np.inf)
+            self.best_c, self.best_rot, self.best_grad = self.c.copy(), self.rot.copy(), self.terms.gradient.copy()
+
+    def context_of(self, rows):
         """The stage context of the batch worlds ``rows`` (cached: line searches revisit the same sets)."""
-        if rows.size == num_worlds:
-            return ctx
+        if rows.size == self.num_worlds:
+            return self.ctx
         key = rows.tobytes()
-        sub = ctx_cache.get(key)
+        sub = self._ctx_cache.get(key)
         if sub is None:
-            if len(ctx_cache) > 64:
-                ctx_cache.clear()
-            sub = ctx_cache[key] = _subset_context(ctx, rows)
+            if len(self._ctx_cache) > 64:
+                self._ctx_cache.clear()
+            sub = self._ctx_cache[key] = _subset_context(self.ctx, rows)
         return sub
 
-    # The working set: batch indices ``idx`` and, row for row, its context, iterate, terms and bookkeeping.
-    idx = np.arange(num_worlds)
-    wctx = ctx
-    c, rot = com_position.copy(), rotation.copy()
-    project_always = np.full(num_worlds, mode is PsdProjMode.ALWAYS)
-
-    def evaluate(cc, rr, project_mask, rows=None, base=None):
+    def evaluate(self, cc, rr, project_mask, rows=None, base=None):
         """Terms at (cc, rr) of the working set; with ``rows`` (working-set positions) only those worlds are
         evaluated and the other rows are copied from ``base``."""
-        nonlocal t_asm
         t0 = time.perf_counter()
         if rows is None or len(rows) == cc.shape[0]:
-            res = _evaluate_projected(potentials, wctx, cc, rr, project_mask)
+            res = _evaluate_projected(self.potentials, self.wctx, cc, rr, project_mask)
         else:
-            sub = _evaluate_projected(potentials, context_of(idx[rows]), cc[rows], rr[rows], project_mask[rows])
+            sub = _evaluate_projected(self.potentials, self.context_of(self.idx[rows]), cc[rows], rr[rows],
+                                      project_mask[rows])
             res = _scatter_terms(base, sub, rows)
-        t_asm += time.perf_counter() - t0
+        self.t_asm += time.perf_counter() - t0
         return res
 
-    terms = evaluate(c, rot, project_always)
-    rho0 = _actor_residuals(terms.gradient, wctx)
-    norm0 = _residual_norm(terms.gradient)
-    dyn = ~bodies.is_static
-    dyn_idx = np.flatnonzero(dyn)
-
-    def converged(terms_now, it):
+    def converged(self, terms_now, it):
+        params = self.params
         if params.convergence_mode is ConvergenceMode.GLOBAL:
             nrm = _residual_norm(terms_now.gradient)
             ok = nrm <= params.abs_tol
             if it > 0:
-                ok |= nrm <= params.rel_tol * norm0
+                ok |= nrm <= params.rel_tol * self.norm0
             return ok
-        rho = _actor_residuals(terms_now.gradient, wctx)
+        rho = _actor_residuals(terms_now.gradient, self.wctx)
         ok = rho <= params.abs_tol
         if it > 0:
-            ok |= rho <= params.rel_tol * rho0
-        return np.all(ok | ~dyn, axis=1)
+            ok |= rho <= params.rel_tol * self.rho0
+        return np.all(ok | ~self.dyn, axis=1)
 
-    def retire(done, new_status):
-        """Write the working-set worlds ``done`` (mask) to the result with ``new_status`` and drop them from the
-        working set (every per-world array and the context). Returns the positions kept."""
-        nonlocal idx, c, rot, terms, project_always, rho0, norm0, wctx
-        rows = idx[done]
-        status[rows] = new_status
-        out_c[rows], out_r[rows], out_grad[rows] = c[done], rot[done], terms.gradient[done]
-        keep = np.flatnonzero(~done)
-        idx, c, rot, terms = idx[keep], c[keep], rot[keep], _take_terms(terms, keep)
-        project_always, rho0, norm0 = project_always[keep], rho0[keep], norm0[keep]
-        if keep.size:
-            wctx = context_of(idx)
-        return keep
+    def log_iteration(self, it) -> None:
+        rho = _actor_residuals(self.terms.gradient, self.wctx)
+        worst = np.unravel_index(np.argmax(rho), rho.shape)
+        logger.info("newton it %d: active %d, |r| max %.3e, weighted max %.3e (world %d actor %d)", it,
+                    self.idx.size, float(_residual_norm(self.terms.gradient).max()), float(rho.max()),
+                    int(self.idx[worst[0]]), int(worst[1]))
 
-    stop_next = np.zeros(num_worlds, dtype=bool)
-    verbose = params.verbosity is Verbosity.VERBOSE
-    for it in range(params.max_iter + 1):
-        if verbose:
-            rho = _actor_residuals(terms.gradient, wctx)
-            worst = np.unravel_index(np.argmax(rho), rho.shape)
-            logger.info("newton it %d: active %d, |r| max %.3e, weighted max %.3e (world %d actor %d)", it,
-                        idx.size, float(_residual_norm(terms.gradient).max()), float(rho.max()),
-                        int(idx[worst[0]]), int(worst[1]))
-        fin = np.full(idx.size, ConvergenceStatus.NOT_STARTED.value)  # the status a finishing world gets
-        fin[stop_next] = ConvergenceStatus.STOPPED.value  # last raw increment below rel_step_tol
-        fin[converged(terms, it)] = ConvergenceStatus.CONVERGED.value
+    def remember_best(self) -> None:
+        """Keep, per working-set world, the iterate with the lowest stage energy seen (best_iterate_on_stop).
+
+        The energy, not the residual norm: Newton minimizes it, and on the launches of issue 16 the lowest-|r|
+        iterate still left the cube at 2.0 and 5.3 m/s, the lowest-energy one at 0.26 and 2.96 (the last: 29 and
+        28 m/s; docs/reliability.md)."""
+        energy = np.asarray(self.terms.energy, dtype=np.float64)
+        better = energy < self.best_energy
+        if np.any(better):
+            self.best_energy[better] = energy[better]
+            self.best_c[better], self.best_rot[better] = self.c[better], self.rot[better]
+            self.best_grad[better] = self.terms.gradient[better]
+
+    def finishing_status(self, it):
+        """Per working-set world, the status it finishes with at iteration ``it`` (NOT_STARTED: keeps going), and
+        which of them stop at the iteration cap or the time limit."""
+        params = self.params
+        fin = np.full(self.idx.size, ConvergenceStatus.NOT_STARTED.value)
+        fin[self.stop_next] = ConvergenceStatus.STOPPED.value
+        fin[self.converged(self.terms, it)] = ConvergenceStatus.CONVERGED.value
         if params.explosion_control:
-            nrm = _residual_norm(terms.gradient)
+            nrm = _residual_norm(self.terms.gradient)
             bad = (fin == ConvergenceStatus.NOT_STARTED.value) & (
-                ~np.isfinite(nrm) | (nrm > params.abs_div_tol) | (nrm > params.rel_div_tol * np.maximum(norm0, 1e-300)))
+                ~np.isfinite(nrm) | (nrm > params.abs_div_tol)
+                | (nrm > params.rel_div_tol * np.maximum(self.norm0, 1e-300)))
             fin[bad] = ConvergenceStatus.DIVERGED.value
         last = it == params.max_iter or (
-            params.max_elapsed_time_seconds > 0 and time.perf_counter() - start > params.max_elapsed_time_seconds)
+            params.max_elapsed_time_seconds > 0 and time.perf_counter() - self.start > params.max_elapsed_time_seconds)
+        capped = np.zeros(self.idx.size, dtype=bool)
         if last:
-            fin[fin == ConvergenceStatus.NOT_STARTED.value] = ConvergenceStatus.STOPPED.value
-        finished = fin != ConvergenceStatus.NOT_STARTED.value
-        if np.any(finished) and retire(finished, fin[finished]).size == 0:
-            break
+            capped = fin == ConvergenceStatus.NOT_STARTED.value
+            fin[capped] = ConvergenceStatus.STOPPED.value
+        return fin, capped
+
+    def retire(self, done, new_status, capped=None):
+        """Write the working-set worlds ``done`` (mask) to the result with ``new_status`` and drop them from the
+        working set (every per-world array and the context). ``capped`` (one flag per retired world): stopped at
+        the cap, so with best_iterate_on_stop their best iterate is written. Returns the positions kept."""
+        rows = self.idx[done]
+        self.status[rows] = new_status
+        self.out_c[rows], self.out_r[rows], self.out_grad[rows] = self.c[done], self.rot[done], self.terms.gradient[done]
+        if self.params.best_iterate_on_stop and capped is not None and np.any(capped):
+            best = np.flatnonzero(done)[capped]
+            self.out_c[rows[capped]], self.out_r[rows[capped]] = self.best_c[best], self.best_rot[best]
+            self.out_grad[rows[capped]] = self.best_grad[best]
+        keep = np.flatnonzero(~done)
+        self.idx, self.c, self.rot = self.idx[keep], self.c[keep], self.rot[keep]
+        self.terms = _take_terms(self.terms, keep)
+        self.project_always, self.rho0, self.norm0 = self.project_always[keep], self.rho0[keep], self.norm0[keep]
+        if self.params.best_iterate_on_stop:
+            self.best_energy, self.best_grad = self.best_energy[keep], self.best_grad[keep]
+            self.best_c, self.best_rot = self.best_c[keep], self.best_rot[keep]
+        if keep.size:
+            self.wctx = self.context_of(self.idx)
+        return keep
+
+    def newton_direction(self):
+        """dx (working set, N, 6) solving K dx = r, with the PSD-projection retry of ``psd_proj_mode``; worlds
+        whose solve fails retire DIVERGED at their current iterate. None when no world is left."""
         t0 = time.perf_counter()
-        dx, ok = _solve(terms, bodies)
-        descent = np.einsum("wni,wni->w", terms.gradient, dx) > 0.0
-        t_solve += time.perf_counter() - t0
-        if mode in (PsdProjMode.IF_FAIL_RETRY, PsdProjMode.IF_FAIL_ALWAYS):
-            failed = ~project_always & ~(ok & descent)
+        dx, ok = _solve(self.terms, self.bodies)
+        descent = np.einsum("wni,wni->w", self.terms.gradient, dx) > 0.0
+        self.t_solve += time.perf_counter() - t0
+        if self.params.psd_proj_mode in (PsdProjMode.IF_FAIL_RETRY, PsdProjMode.IF_FAIL_ALWAYS):
+            failed = ~self.project_always & ~(ok & descent)
             if np.any(failed):
                 # Retry this iteration with projected Hessians for the worlds whose solve failed.
-                retry_mask = project_always | failed
+                retry_mask = self.project_always | failed
                 failed_rows = np.nonzero(failed)[0]
-                terms_p = evaluate(c, rot, retry_mask, failed_rows, terms)
-                dx_p, ok_p = _solve(_take_terms(terms_p, failed_rows), bodies)
+                terms_p = self.evaluate(self.c, self.rot, retry_mask, failed_rows, self.terms)
+                dx_p, ok_p = _solve(_take_terms(terms_p, failed_rows), self.bodies)
                 dx[failed_rows], ok[failed_rows] = dx_p, ok_p
-                if mode is PsdProjMode.IF_FAIL_ALWAYS:
-                    project_always = retry_mask
+                if self.params.psd_proj_mode is PsdProjMode.IF_FAIL_ALWAYS:
+                    self.project_always = retry_mask
         if not np.all(ok):  # a failed solve: the world stops here, DIVERGED, at its current iterate
-            keep = retire(~ok, ConvergenceStatus.DIVERGED.value)
-            if keep.size == 0:  # every remaining world's solve failed: nothing to search
-                break
+            keep = self.retire(~ok, ConvergenceStatus.DIVERGED.value)
+            if keep.size == 0:
+                return None
             dx = dx[keep]
-        iterations[idx] += 1
-        # Relative step tolerance on the raw increment (before the line search).
-        # |x|^2 = |c|^2 + |log R|^2, the rotation angle from the trace (no full log needed).
+        return dx
+
+    def step_test(self, dx) -> None:
+        """Relative step tolerance on the raw increment (before the line search): stop next iteration when
+        |dx| <= rel_step_tol |x|, |x|^2 = |c|^2 + |log R|^2 with the rotation angle from the trace (no full log)."""
+        dyn, c, rot = self.dyn, self.c, self.rot
         angle = np.arccos(np.clip(0.5 * (np.trace(rot[:, dyn], axis1=-2, axis2=-1) - 1.0), -1.0, 1.0))
         x_norm = np.sqrt(np.einsum("wni,wni->w", c[:, dyn], c[:, dyn]) + np.einsum("wn,wn->w", angle, angle))
         dx_norm = np.sqrt(np.einsum("wni,wni->w", dx, dx))
-        stop_next = dx_norm <= params.rel_step_tol * x_norm
+        self.stop_next = dx_norm <= self.params.rel_step_tol * x_norm
 
+    def line_search(self, dx) -> None:
+        """Move the working set along -dx (`_line_search`) and record the backtracking steps taken."""
         t0 = time.perf_counter()
-        c, rot, terms, used = _line_search(params, evaluate, terms, c, rot, dx, np.ones(idx.size, dtype=bool),
-                                           project_always, dyn_idx)
-        t_ls += time.perf_counter() - t0
-        ls_iters[idx] = np.maximum(ls_iters[idx], used)
-        if verbose:
+        self.c, self.rot, self.terms, used = _line_search(
+            self.params, self.evaluate, self.terms, self.c, self.rot, dx, np.ones(self.idx.size, dtype=bool),
+            self.project_always, self.dyn_idx)
+        self.t_ls += time.perf_counter() - t0
+        self.ls_iters[self.idx] = np.maximum(self.ls_iters[self.idx], used)
+        if self.params.verbosity is Verbosity.VERBOSE:
             logger.info("  line search backtracks: max %d, worlds backtracking %d", int(used.max(initial=0)),
                         int((used > 0).sum()))
 
-    return NewtonResult(
-        com_position=out_c,
-        rotation=out_r,
-        status=status,
-        iterations=iterations,
-        line_search_iterations=ls_iters,
-        residual_norm=_residual_norm(out_grad),
-        actor_residual=_actor_residuals(out_grad, ctx),
-        assembly_time=t_asm,
-        solve_time=t_solve,
-        line_search_time=t_ls,
-    )
+    def result(self) -> NewtonResult:
+        return NewtonResult(
+            com_position=self.out_c,
+            rotation=self.out_r,
+            status=self.status,
+            iterations=self.iterations,
+            line_search_iterations=self.ls_iters,
+            residual_norm=_residual_norm(self.out_grad),
+            actor_residual=_actor_residuals(self.out_grad, self.ctx),
+            assembly_time=self.t_asm,
+            solve_time=self.t_solve,
+            line_search_time=self.t_ls,
+        )
 
 
 def _take_terms(terms: PotentialTerms, rows: np.ndarray) -> PotentialTerms:

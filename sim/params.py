@@ -223,6 +223,10 @@ class NonLinearSolverParams:
     # the last step instead of the whole step's overlap, which the penalty's cubic blend region (force ~ depth^3
     # for depths < 2 eps) otherwise works off by a factor ~0.3 per iteration (README "Solver notes").
     initial_guess: InitialGuess = InitialGuess.LATEST_SOLUTION
+    # Not a reference field. A world that reaches max_iter (or the time limit) unconverged keeps the iterate with
+    # the lowest stage energy it visited instead of the last one (issue 16; the envs turn it on); off = the
+    # reference.
+    best_iterate_on_stop: bool = False
 
     @classmethod
     def reference(cls, **overrides) -> "NonLinearSolverParams":
@@ -255,6 +259,8 @@ class NonLinearSolverParams:
         _enum(o, "convergence_mode", self.convergence_mode, ConvergenceMode)
         _enum(o, "psd_proj_mode", self.psd_proj_mode, PsdProjMode)
         _enum(o, "initial_guess", self.initial_guess, InitialGuess)
+        if not isinstance(self.best_iterate_on_stop, (bool, np.bool_)):
+            raise TypeError(f"{o}.best_iterate_on_stop must be a bool, got {self.best_iterate_on_stop!r}")
         _enum(o, "line_search_type", self.line_search_type, LineSearchType)
         if self.line_search_type in (LineSearchType.WOLFE_WEAK, LineSearchType.WOLFE_STRONG):
             raise ValueError(f"{o}.line_search_type {self.line_search_type.name} is not implemented")
@@ -319,6 +325,9 @@ class SolverStats:
     max_non_linear_iters: int = 0
     max_line_search_iters: int = 0
     residual_norm: float = 0.0
+    # Not a reference field: the largest surface travel of a dynamic body in the step over the half thickness of
+    # a static collider within its reach, over all worlds (sim/tunnelling.py); >= 1: it may have passed through.
+    max_tunnelling_ratio: float = 0.0
 
 
 @dataclass

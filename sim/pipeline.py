@@ -1,16 +1,17 @@
-"""One engine step, as a list of named stages (DESIGN section 2; digest 3.3 "per step for a rigid actor"):
+"""One engine step, as a list of named stages (DESIGN section 2; digest 3.3 "per step for a rigid actor").
 
-    group worlds by history length -> step start (y*) -> for each stage:
-        stage start (a~) -> newton_solve -> recover_velocity -> divergence reset
-    -> step end (b~) -> shift history
+`step` groups the worlds by how many completed states their multistep history holds (at most 3 groups, so a
+world's result never depends on the rest of the batch) and runs, per group (`_GroupStep.run`), in this order:
 
-Every stage is vectorized over worlds and actors. Worlds are grouped only by how many completed states their
-multistep history holds (at most 3 groups), so a world's result never depends on the rest of the batch.
+    load_history (S filled for spins set from outside) -> step_start (y*) -> static_motion
+    -> for each stage i: stage_start (a~_i) -> stage_context -> initial_guess -> newton_solve -> recover_velocity
+    -> step_end (b~) -> divergence_reset (worlds where any stage diverged go back to y_n)
+
+then shifts every world's history (the new state becomes y_n). Every stage is vectorized over worlds and actors.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -93,7 +94,7 @@ def step(model: Model, state: State, dt: float, solver: SolverParams, gravity: n
     for count in groups:
         worlds = np.arange(num_worlds) if len(groups) == 1 else np.nonzero(avail == count)[0]
         tab = effective_tableau(method, int(count))
-        _step_group(model, state, worlds, tab, dt, solver, gravity, potentials, new_history0, report)
+        _GroupStep(model, state, worlds, tab, dt, solver, gravity, potentials).run(new_history0, report)
     # Shift the history: the new completed step becomes y_n.
     state.history = [new_history0] + state.history[:2]
     state.num_history = np.minimum(state.num_history + 1, 3)
@@ -105,53 +106,102 @@ def step(model: Model, state: State, dt: float, solver: SolverParams, gravity: n
     return report
 
 
-def _step_group(model, state, worlds, tab: Tableau, dt, solver, gravity, potentials, out: Kinematics, report):
-    bodies = model.bodies
-    static = bodies.is_static
-    hist = [h.take(worlds) for h in state.history[: tab.num_history]]
-    # Fill S for spins set from outside (digest 2.4) with h = the step's dt, not the stage's: with the stage dt,
-    # implicit midpoint gives omega_z = 3.0 after one step at dt 0.1; the reference gives 3.0703 (reference_data).
-    dirty = state.sym_dirty[worlds]
-    if np.any(dirty):
-        hist[0].velocity_sym = np.where(
-            dirty[..., None, None], velocity_sym_for_spin(hist[0].angular_velocity, dt), hist[0].velocity_sym
-        )
-        # Store it: y_n keeps this S as part of the history the next multistep steps combine.
-        state.history[0].velocity_sym[worlds] = hist[0].velocity_sym
-        state.sym_dirty[worlds] = False
-    alpha = tab.alpha
-    star = Kinematics(
-        com_position=step_start_vectors([h.com_position for h in hist], alpha),
-        rotation=step_start_rotations([h.rotation for h in hist], alpha),
-        linear_velocity=step_start_vectors([h.linear_velocity for h in hist], alpha),
-        angular_velocity=step_start_vectors([h.angular_velocity for h in hist], alpha),
-        velocity_sym=step_start_vectors([h.velocity_sym for h in hist], alpha),
-    )
-    prev_c, prev_r = state.static_previous_com[worlds], state.static_previous_rotation[worlds]
-    target_c, target_r = hist[0].com_position, hist[0].rotation
-    # Static velocity from consecutive poses, taken at the pivot p (bounding-box centre, local frame) as the
-    # reference does: v = (T(p) - T_prev(p)) / dt, omega = log(R R_prev^T) / dt.
-    static_v = np.zeros_like(target_c)
-    static_w = np.zeros_like(target_c)
-    moved = np.any(static) and not (np.array_equal(target_c[:, static], prev_c[:, static])
-                                    and np.array_equal(target_r[:, static], prev_r[:, static]))
-    if moved:  # statics that did not move have exactly zero velocity (no log of R R^T ~ 1 needed)
-        pivot = bodies.static_pivot[static]
-        static_v[:, static] = (
-            target_c[:, static] + np.einsum("wnij,nj->wni", target_r[:, static], pivot)
-            - prev_c[:, static] - np.einsum("wnij,nj->wni", prev_r[:, static], pivot)
-        ) / dt
-        static_w[:, static] = lie.log_so3(target_r[:, static] @ np.swapaxes(prev_r[:, static], -1, -2)) / dt
+class _GroupStep:
+    """One step of the batch worlds ``worlds``, which share a history length and so a tableau, as named stages
+    (the module docstring lists them in the order ``run`` calls them)."""
 
-    # Residual weights from the poses at step start (the reference recomputes them once per step).
-    force_weight, torque_weight = convergence_weights(bodies, hist[0].rotation, gravity)
-    stages: list[Kinematics] = []
-    diverged = np.zeros(len(worlds), dtype=bool)
-    group_status = np.zeros(len(worlds), dtype=np.int64)
-    group_actor_status = np.zeros((len(worlds), bodies.num), dtype=np.int64)
-    t_factors, dt_factors = tab.stage_time_factors, tab.stage_dt_factors
-    for i in range(tab.num_stages):
-        coeffs = tab.a_tilde(i)
+    def __init__(self, model, state, worlds, tab: Tableau, dt, solver, gravity, potentials):
+        self.model, self.state, self.worlds, self.tab, self.dt = model, state, worlds, tab, dt
+        self.solver, self.gravity, self.potentials = solver, gravity, potentials
+        self.static = model.bodies.is_static
+        self.sel = self.static[None, :, None]  # broadcasts over (W, N, 3)
+
+    def run(self, out: Kinematics, report: StepReport) -> None:
+        worlds, static = self.worlds, self.static
+        hist = self.load_history()
+        star = self.step_start(hist)
+        self.static_motion(hist)
+        # Residual weights from the poses at step start (the reference recomputes them once per step).
+        self.force_weight, self.torque_weight = convergence_weights(self.model.bodies, hist[0].rotation, self.gravity)
+        stages: list[Kinematics] = []
+        diverged = np.zeros(len(worlds), dtype=bool)
+        group_status = np.zeros(len(worlds), dtype=np.int64)
+        group_actor_status = np.zeros((len(worlds), self.model.bodies.num), dtype=np.int64)
+        abs_tol = self.solver.non_linear_solver.abs_tol
+        for i in range(self.tab.num_stages):
+            start = self.stage_start(i, star, stages)
+            ctx = self.stage_context(i, start)
+            guess_c, guess_r = self.initial_guess(i, ctx, hist[0] if i == 0 else stages[-1])
+            res = newton_solve(self.potentials, ctx, guess_c, guess_r, self.solver.non_linear_solver)
+            _record_solve(report, res)
+            group_status = _worst(group_status, res.status)
+            diverged |= res.status == ConvergenceStatus.DIVERGED.value
+            actor_conv = np.where(res.actor_residual <= abs_tol, ConvergenceStatus.CONVERGED.value, res.status[:, None])
+            group_actor_status = _worst(group_actor_status, actor_conv)
+            v, w, s = recover_velocity(res.com_position, res.rotation, start.com_position, start.rotation, ctx.stage_dt)
+            stages.append(Kinematics(res.com_position, res.rotation, v, w, s))
+        report.last_stages.append((worlds, ctx, res.com_position, res.rotation))
+        end = self.step_end(star, stages)
+        self.divergence_reset(end, hist[0], diverged)
+        out.put(worlds, end)
+        report.status[worlds] = group_status
+        report.actor_status[worlds] = np.where(static[None, :], ConvergenceStatus.CONVERGED.value, group_actor_status)
+
+    def load_history(self) -> list[Kinematics]:
+        """The group's completed states y_n, y_{n-1}, ... the tableau combines, with S filled for spins set from
+        outside since the last step."""
+        state, worlds = self.state, self.worlds
+        hist = [h.take(worlds) for h in state.history[: self.tab.num_history]]
+        # Fill S for spins set from outside (digest 2.4) with h = the step's dt, not the stage's: with the stage dt,
+        # implicit midpoint gives omega_z = 3.0 after one step at dt 0.1; the reference gives 3.0703 (reference_data).
+        dirty = state.sym_dirty[worlds]
+        if np.any(dirty):
+            hist[0].velocity_sym = np.where(
+                dirty[..., None, None], velocity_sym_for_spin(hist[0].angular_velocity, self.dt), hist[0].velocity_sym
+            )
+            # Store it: y_n keeps this S as part of the history the next multistep steps combine.
+            state.history[0].velocity_sym[worlds] = hist[0].velocity_sym
+            state.sym_dirty[worlds] = False
+        return hist
+
+    def step_start(self, hist) -> Kinematics:
+        """y* = sum_j alpha_j y_{n-j} (digest 3.3), rotations on the Lie algebra."""
+        alpha = self.tab.alpha
+        return Kinematics(
+            com_position=step_start_vectors([h.com_position for h in hist], alpha),
+            rotation=step_start_rotations([h.rotation for h in hist], alpha),
+            linear_velocity=step_start_vectors([h.linear_velocity for h in hist], alpha),
+            angular_velocity=step_start_vectors([h.angular_velocity for h in hist], alpha),
+            velocity_sym=step_start_vectors([h.velocity_sym for h in hist], alpha),
+        )
+
+    def static_motion(self, hist) -> None:
+        """The static actors' previous and prescribed poses and the velocity they imply over the step."""
+        state, worlds, static, dt = self.state, self.worlds, self.static, self.dt
+        self.prev_c, self.prev_r = state.static_previous_com[worlds], state.static_previous_rotation[worlds]
+        self.target_c, self.target_r = target_c, target_r = hist[0].com_position, hist[0].rotation
+        prev_c, prev_r = self.prev_c, self.prev_r
+        # Static velocity from consecutive poses, taken at the pivot p (bounding-box centre, local frame) as the
+        # reference does: v = (T(p) - T_prev(p)) / dt, omega = log(R R_prev^T) / dt.
+        self.static_v = static_v = np.zeros_like(target_c)
+        self.static_w = static_w = np.zeros_like(target_c)
+        moved = np.any(static) and not (np.array_equal(target_c[:, static], prev_c[:, static])
+                                        and np.array_equal(target_r[:, static], prev_r[:, static]))
+        if moved:  # statics that did not move have exactly zero velocity (no log of R R^T ~ 1 needed)
+            pivot = self.model.bodies.static_pivot[static]
+            static_v[:, static] = (
+                target_c[:, static] + np.einsum("wnij,nj->wni", target_r[:, static], pivot)
+                - prev_c[:, static] - np.einsum("wnij,nj->wni", prev_r[:, static], pivot)
+            ) / dt
+            static_w[:, static] = lie.log_so3(target_r[:, static] @ np.swapaxes(prev_r[:, static], -1, -2)) / dt
+
+    def static_pose(self, tau: float):
+        """The static actors' prescribed pose at fraction ``tau`` of the step."""
+        return interpolate_static(self.prev_c, self.prev_r, self.target_c, self.target_r, tau)
+
+    def stage_start(self, i: int, star: Kinematics, stages: list) -> Kinematics:
+        """Stage i's start a~_i: y* plus the earlier stages (digest 3.3); static actors at their prescribed pose."""
+        coeffs = self.tab.a_tilde(i)
         start = Kinematics(
             com_position=combine_vectors(star.com_position, coeffs, [s.com_position for s in stages]),
             rotation=combine_rotations(star.rotation, coeffs, [s.rotation for s in stages]) if i else star.rotation,
@@ -159,21 +209,23 @@ def _step_group(model, state, worlds, tab: Tableau, dt, solver, gravity, potenti
             angular_velocity=combine_vectors(star.angular_velocity, coeffs, [s.angular_velocity for s in stages]),
             velocity_sym=combine_vectors(star.velocity_sym, coeffs, [s.velocity_sym for s in stages]),
         )
-        stage_dt = dt * dt_factors[i]
-        tau_end = t_factors[i]
-        tau_start = tau_end - dt_factors[i]
-        s_c0, s_r0 = interpolate_static(prev_c, prev_r, target_c, target_r, tau_start)
-        s_c1, s_r1 = interpolate_static(prev_c, prev_r, target_c, target_r, tau_end)
-        sel = static[None, :, None]
+        tau_start = self.tab.stage_time_factors[i] - self.tab.stage_dt_factors[i]
+        s_c0, s_r0 = self.static_pose(tau_start)
+        sel = self.sel
         start.com_position = np.where(sel, s_c0, start.com_position)
         start.rotation = np.where(sel[..., None], s_r0, start.rotation)
-        start.linear_velocity = np.where(sel, static_v, start.linear_velocity)
-        start.angular_velocity = np.where(sel, static_w, start.angular_velocity)
+        start.linear_velocity = np.where(sel, self.static_v, start.linear_velocity)
+        start.angular_velocity = np.where(sel, self.static_w, start.angular_velocity)
         start.velocity_sym = np.where(sel[..., None], 0.0, start.velocity_sym)
-        ctx = StageContext(
-            model=model,
-            stage_dt=stage_dt,
-            stage_time=state.time + tau_end * dt,
+        return start
+
+    def stage_context(self, i: int, start: Kinematics) -> StageContext:
+        """Everything fixed during stage i's solve."""
+        state, worlds, gravity = self.state, self.worlds, self.gravity
+        return StageContext(
+            model=self.model,
+            stage_dt=self.dt * self.tab.stage_dt_factors[i],
+            stage_time=state.time + self.tab.stage_time_factors[i] * self.dt,
             com_position0=start.com_position,
             rotation0=start.rotation,
             linear_velocity0=start.linear_velocity,
@@ -184,69 +236,72 @@ def _step_group(model, state, worlds, tab: Tableau, dt, solver, gravity, potenti
             offset_force=state.offset_force[worlds] if state.offset_force.shape[2] else None,
             offset_local=state.offset_local if state.offset_local.shape[1] else None,
             world_index=worlds,
-            force_weight=force_weight,
-            torque_weight=torque_weight,
+            force_weight=self.force_weight,
+            torque_weight=self.torque_weight,
         )
-        # Initial guess: the latest solution (y_n, then the previous stage), not the stage start y*: with it the
-        # default 4-iteration solves match the reference's BDF2 iterates to 1e-15 (reference_data spin runs).
-        # CONSTANT_VELOCITY (not the reference's) advances that pose by its velocity over the stage.
-        latest = hist[0] if i == 0 else stages[-1]
+
+    def initial_guess(self, i: int, ctx: StageContext, latest: Kinematics):
+        """Newton's start for stage i from ``latest``, the latest solution (y_n, then the previous stage), not the
+        stage start y*: with it the default 4-iteration solves match the reference's BDF2 iterates to 1e-15
+        (reference_data spin runs). CONSTANT_VELOCITY (not the reference's) advances that pose by its velocity
+        over the stage; CONSTANT_VELOCITY_AND_TARGETS also lets potentials refine it (`Potential.refine_guess`)."""
         guess_c, guess_r = latest.com_position, latest.rotation
-        guess_mode = solver.non_linear_solver.initial_guess
+        guess_mode = self.solver.non_linear_solver.initial_guess
+        stage_dt = ctx.stage_dt
         if guess_mode in (InitialGuess.CONSTANT_VELOCITY, InitialGuess.CONSTANT_VELOCITY_AND_TARGETS):
             guess_c = guess_c + stage_dt * latest.linear_velocity
             guess_r = lie.exp_so3(stage_dt * latest.angular_velocity) @ guess_r
         if guess_mode is InitialGuess.CONSTANT_VELOCITY_AND_TARGETS:
-            for pot in potentials:  # potentials that know where bodies are driven (the constraint system)
-                refine = getattr(pot, "refine_guess", None)
-                if refine is not None:
-                    guess_c = refine(ctx, guess_c, guess_r)
-        guess_c = np.where(sel, s_c1, guess_c)
-        guess_r = np.where(sel[..., None], s_r1, guess_r)
-        res = newton_solve(potentials, ctx, guess_c, guess_r, solver.non_linear_solver)
-        report.assembly_time += res.assembly_time
-        report.solve_time += res.solve_time
-        report.line_search_time += res.line_search_time
-        report.num_stages += 1
-        report.max_iterations = max(report.max_iterations, int(res.iterations.max(initial=0)))
-        report.max_line_search_iterations = max(report.max_line_search_iterations, int(res.line_search_iterations.max(initial=0)))
-        report.residual_norm = max(report.residual_norm, float(res.residual_norm.max(initial=0.0)))
-        group_status = _worst(group_status, res.status)
-        diverged |= res.status == ConvergenceStatus.DIVERGED.value
-        actor_conv = np.where(res.actor_residual <= solver.non_linear_solver.abs_tol, ConvergenceStatus.CONVERGED.value, res.status[:, None])
-        group_actor_status = _worst(group_actor_status, actor_conv)
-        v, w, s = recover_velocity(res.com_position, res.rotation, start.com_position, start.rotation, stage_dt)
-        stages.append(Kinematics(res.com_position, res.rotation, v, w, s))
-    report.last_stages.append((worlds, ctx, res.com_position, res.rotation))
+            for pot in self.potentials:
+                guess_c = pot.refine_guess(ctx, guess_c, guess_r)
+        s_c1, s_r1 = self.static_pose(self.tab.stage_time_factors[i])
+        guess_c = np.where(self.sel, s_c1, guess_c)
+        guess_r = np.where(self.sel[..., None], s_r1, guess_r)
+        return guess_c, guess_r
 
-    bt = tab.b_tilde
-    end = Kinematics(
-        com_position=combine_vectors(star.com_position, bt, [s.com_position for s in stages]),
-        rotation=combine_rotations(star.rotation, bt, [s.rotation for s in stages]),
-        linear_velocity=combine_vectors(star.linear_velocity, bt, [s.linear_velocity for s in stages]),
-        angular_velocity=combine_vectors(star.angular_velocity, bt, [s.angular_velocity for s in stages]),
-        velocity_sym=combine_vectors(star.velocity_sym, bt, [s.velocity_sym for s in stages]),
-    )
-    # Static actors end exactly at their prescribed pose, moving with the implied velocity.
-    sel = static[None, :, None]
-    end.com_position = np.where(sel, target_c, end.com_position)
-    end.rotation = np.where(sel[..., None], target_r, end.rotation)
-    end.linear_velocity = np.where(sel, static_v, end.linear_velocity)
-    end.angular_velocity = np.where(sel, static_w, end.angular_velocity)
-    end.velocity_sym = np.where(sel[..., None], 0.0, end.velocity_sym)
-    # Divergence (digest 2.6): revert the world's dynamic actors to the previous pose, zero their velocity.
-    if np.any(diverged):
-        dyn = diverged[:, None] & ~static[None, :]
+    def step_end(self, star: Kinematics, stages: list) -> Kinematics:
+        """y_{n+1} = y* plus the stages with b~ (digest 3.3); static actors end exactly at their prescribed pose,
+        moving with the implied velocity."""
+        bt = self.tab.b_tilde
+        end = Kinematics(
+            com_position=combine_vectors(star.com_position, bt, [s.com_position for s in stages]),
+            rotation=combine_rotations(star.rotation, bt, [s.rotation for s in stages]),
+            linear_velocity=combine_vectors(star.linear_velocity, bt, [s.linear_velocity for s in stages]),
+            angular_velocity=combine_vectors(star.angular_velocity, bt, [s.angular_velocity for s in stages]),
+            velocity_sym=combine_vectors(star.velocity_sym, bt, [s.velocity_sym for s in stages]),
+        )
+        sel = self.sel
+        end.com_position = np.where(sel, self.target_c, end.com_position)
+        end.rotation = np.where(sel[..., None], self.target_r, end.rotation)
+        end.linear_velocity = np.where(sel, self.static_v, end.linear_velocity)
+        end.angular_velocity = np.where(sel, self.static_w, end.angular_velocity)
+        end.velocity_sym = np.where(sel[..., None], 0.0, end.velocity_sym)
+        return end
+
+    def divergence_reset(self, end: Kinematics, previous: Kinematics, diverged: np.ndarray) -> None:
+        """Digest 2.6: a world where any stage diverged gets its dynamic actors back at the previous pose
+        (``previous`` = y_n), with zero velocity."""
+        if not np.any(diverged):
+            return
+        dyn = diverged[:, None] & ~self.static[None, :]
         for name in ("com_position", "rotation", "linear_velocity", "angular_velocity", "velocity_sym"):
             cur = getattr(end, name)
-            prev = getattr(hist[0], name)
+            prev = getattr(previous, name)
             extra = (None,) * (cur.ndim - 2)
             mask = dyn[(...,) + extra]
             fill = prev if name in ("com_position", "rotation") else np.zeros_like(cur)
             setattr(end, name, np.where(mask, fill, cur))
-    out.put(worlds, end)
-    report.status[worlds] = group_status
-    report.actor_status[worlds] = np.where(static[None, :], ConvergenceStatus.CONVERGED.value, group_actor_status)
+
+
+def _record_solve(report: StepReport, res) -> None:
+    """Fold one stage solve's counts and timings into the step report."""
+    report.assembly_time += res.assembly_time
+    report.solve_time += res.solve_time
+    report.line_search_time += res.line_search_time
+    report.num_stages += 1
+    report.max_iterations = max(report.max_iterations, int(res.iterations.max(initial=0)))
+    report.max_line_search_iterations = max(report.max_line_search_iterations, int(res.line_search_iterations.max(initial=0)))
+    report.residual_norm = max(report.residual_norm, float(res.residual_norm.max(initial=0.0)))
 
 
 def _worst(a: np.ndarray, b: np.ndarray) -> np.ndarray:

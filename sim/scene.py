@@ -12,6 +12,7 @@ import copy
 import itertools
 import math
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,7 +33,10 @@ from .params import (
     SolverParams,
     SolverStats,
 )
+from .potentials.base import Potential
 from .scene_setup import build_actor_record
+from .tunnelling import tunnelling_geometry, tunnelling_ratio
+from .validation import MIN_TIME_STEP_S
 from .state_io import StateStore
 from .transforms import as_vector3
 
@@ -66,6 +70,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         self._perf = PerformanceStats()
         self._callbacks = {"pre": [], "post": []}
         self._callback_order = itertools.count()
+        self._next_actor_handle = 1  # per scene: a state restores into any scene built alike
         self._store = StateStore(self)
         self._extra_potentials: list = []  # contact / constraint potentials registered by other modules
         self._queries: set = set()
@@ -75,6 +80,8 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         self._handle = SceneHandle(next(_SCENE_HANDLES))
         self._sleep_params = None  # experimental.SleepParams once set (sim/experimental.py)
         self._last_report = None
+        self._tunnelling = (None, None)  # (model, tunnelling_geometry) cached per compiled model
+        self._tunnelling_ratio = np.zeros(1)  # (W,) of the last step
         self._contact_system = ContactSystem(self)
         self._extra_potentials.append(self._contact_system)
         self.alive = True
@@ -128,8 +135,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         self._state = _replicate_world(self._state, 0, int(num_worlds))
         self._actor_status = np.repeat(self._actor_status[:1], num_worlds, axis=0)
         for pot in self._extra_potentials:
-            if hasattr(pot, "on_num_worlds_changed"):
-                pot.on_num_worlds_changed(int(num_worlds))
+            pot.on_num_worlds_changed(int(num_worlds))
 
     def _check_world(self, world) -> int:
         if isinstance(world, bool) or not isinstance(world, (int, np.integer)):
@@ -162,7 +168,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
             params = RigidActorParams(**kwargs)
         elif not isinstance(params, RigidActorParams):
             raise TypeError(f"expected RigidActorParams, got {type(params).__name__}")
-        record, pose = build_actor_record(params)  # validates everything before the scene changes
+        record, pose = build_actor_record(params, self._next_actor_handle)  # validates before the scene changes
         self._records.append(record)
         self._state = _append_actor(self._state, *pose)
         self._actor_status = np.concatenate(
@@ -170,12 +176,18 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         )
         actor = RigidActor(self, record)
         self._actors[record.handle] = actor
+        self._next_actor_handle += 1  # only once the actor exists: a rejected one changes nothing
         self._mark_dirty()
         return actor
 
     def get_actor(self, actor):
         """The actor with handle ``actor`` (an actor is accepted too)."""
-        handle = actor.get_handle() if isinstance(actor, RigidActor) else actor
+        if isinstance(actor, RigidActor):
+            if actor._scene is not self:  # handles count per scene: another scene's actor may share a handle
+                raise ValueError(f"actor {actor.get_name()!r} belongs to another scene, not {self.name!r}")
+            handle = actor.get_handle()
+        else:
+            handle = actor
         try:
             return self._actors[handle]
         except KeyError:
@@ -231,23 +243,20 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
                 f"{what} needs scene.register_query(QueryType.{query_type.name}) before stepping"
             )
 
-    # --- extension hooks ---------------------------------------------------------------------------------------
-    # A potential added here may also define: before_step(scene) / after_solves(scene) (around the step's
-    # solves), on_actor_destroyed(actor, row), after_step(scene, report),
-    # on_num_worlds_changed(num_worlds), capture() -> data / restore(data, worlds, source_worlds).
-
-    def add_potential(self, potential) -> None:
-        """Add a physical effect: any object with ``evaluate(ctx, com_position, rotation, want_hessian)``
-        returning ``PotentialTerms`` (sim/potentials/base.py). It is summed into every stage's Newton solve."""
-        if not callable(getattr(potential, "evaluate", None)):
-            raise TypeError("a potential needs an evaluate(ctx, com_position, rotation, want_hessian) method")
+    # --- extension protocol: potentials and their hooks (sim/potentials/base.py, `Potential`) ------------------
+    def add_potential(self, potential: Potential) -> None:
+        """Add a physical effect: a `Potential` subclass (sim/potentials/base.py) implementing ``evaluate``; it is
+        summed into every stage's Newton solve and its hooks are called around steps and scene changes."""
+        if not isinstance(potential, Potential):
+            raise TypeError(
+                f"potential must subclass superdex_gym.sim.potentials.base.Potential, got {type(potential).__name__}")
         self._extra_potentials.append(potential)
 
     def remove_potential(self, potential) -> None:
         self._extra_potentials.remove(potential)
 
     def _destroy_hooks(self):
-        return [p.on_actor_destroyed for p in self._extra_potentials if hasattr(p, "on_actor_destroyed")]
+        return [p.on_actor_destroyed for p in self._extra_potentials]
 
     def _row_of(self, record) -> int:
         for i, r in enumerate(self._records):
@@ -263,6 +272,28 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         if self._model is None:
             self._model = Model(bodies=compile_bodies(self._records))
         return self._model
+
+    # --- what engine systems read (contact, constraints, state store): no system touches private attributes ---
+    # Together with _worlds / _check_world (world arguments) and _require_query, this is their whole view.
+    def actor_records(self) -> tuple:
+        """The actor records in model row order (read them; edits go through the actors)."""
+        return tuple(self._records)
+
+    def actor_at_row(self, row: int) -> RigidActor:
+        """The actor of model row ``row``."""
+        return self._actors[self._records[row].handle]
+
+    def current_kinematics(self) -> Kinematics:
+        """Every world's current poses and velocities, (W, N, ...) arrays (read them; writes go through setters)."""
+        return self._state.current
+
+    def contact_evaluation_params(self):
+        """The solver's ``experimental_eval`` switches that shape the contact potential (read them)."""
+        return self._solver.experimental_eval
+
+    def potentials(self) -> tuple:
+        """The potentials added to this scene (contact first), in the order their hooks run."""
+        return tuple(self._extra_potentials)
 
     # --- state writes used by the actors ----------------------------------------------------------------------
     def _set_pose(self, row: int, rotation: np.ndarray, com_position: np.ndarray, world) -> None:
@@ -394,34 +425,45 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
     # --- stepping ------------------------------------------------------------------------------------------------
     def step(self, time_step_sec: float) -> None:
         """Advance every world by ``time_step_sec`` seconds. ``step(0)`` runs the callbacks only."""
-        if isinstance(time_step_sec, bool):
-            raise TypeError("time_step_sec must be a number")
+        if isinstance(time_step_sec, (bool, str, bytes)):
+            raise TypeError(f"time_step_sec must be a number, got {time_step_sec!r}")
         try:
             dt = float(time_step_sec)
         except (TypeError, ValueError) as exc:
             raise TypeError(f"time_step_sec must be a number, got {time_step_sec!r}") from exc
         if not math.isfinite(dt) or dt < 0.0:
             raise ValueError(f"time_step_sec must be finite and >= 0, got {time_step_sec!r}; the scene was not stepped")
+        if 0.0 < dt < MIN_TIME_STEP_S:
+            raise ValueError(f"time_step_sec must be 0 or at least {MIN_TIME_STEP_S:g} s, got {time_step_sec!r}: the "
+                             "inertia Hessian m/dt^2 of a shorter step swamps float64 precision; the scene was not "
+                             "stepped")
         self._run_callbacks("pre", dt)
         if dt > 0.0 and self._records:
             start = time.perf_counter()
             for pot in self._extra_potentials:  # nothing can change the scene during the step's solves
-                if hasattr(pot, "before_step"):
-                    pot.before_step(self)
+                pot.before_step(self)
+            start_com = self._state.current.com_position.copy()
+            start_rot = self._state.current.rotation.copy()
             try:
                 report = pipeline.step(
                     self.get_model(), self._state, dt, self._solver, self._gravity, self._extra_potentials
                 )
             finally:
                 for pot in self._extra_potentials:
-                    if hasattr(pot, "after_solves"):
-                        pot.after_solves(self)
+                    pot.after_solves(self)
             self._actor_status = report.actor_status
+            ratio = self._step_tunnelling_ratio(start_com, start_rot, dt)
+            diverged = np.flatnonzero(report.status == ConvergenceStatus.DIVERGED.value)
+            if diverged.size:  # as MuJoCo warns on instability: the world did not advance
+                warnings.warn(f"the Newton solve diverged in world(s) {diverged[:8].tolist()}: their dynamic actors "
+                              "were put back at the step start, at rest (get_world_status(); docs/reliability.md)",
+                              RuntimeWarning, stacklevel=2)
             self._stats = SolverStats(
                 convergence_status=ConvergenceStatus(int(report.status.max(initial=1))),
                 max_non_linear_iters=report.max_iterations,
                 max_line_search_iters=report.max_line_search_iterations,
                 residual_norm=report.residual_norm,
+                max_tunnelling_ratio=float(ratio.max(initial=0.0)),
             )
             self._perf = PerformanceStats(
                 total_step_time=time.perf_counter() - start,
@@ -433,12 +475,36 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
             self._last_report = report
             self._num_query_steps += 1
             for pot in self._extra_potentials:
-                if hasattr(pot, "after_step"):
-                    pot.after_step(self, report)
+                pot.after_step(self, report)
         elif dt > 0.0:
             self._state.time += dt
             self._state.last_dt = dt
         self._run_callbacks("post", dt)
+
+    def _step_tunnelling_ratio(self, start_com, start_rot, dt) -> np.ndarray:
+        """The step's tunnelling ratio per world (sim/tunnelling.py), stored; a warning when it reaches 1."""
+        model = self.get_model()
+        if self._tunnelling[0] is not model:
+            self._tunnelling = (model, tunnelling_geometry(self._records))
+        geometry = self._tunnelling[1]
+        cur = self._state.current
+        ratio, which = tunnelling_ratio(start_com, start_rot, cur.com_position, cur.rotation, geometry,
+                                        ~model.bodies.is_static)
+        self._tunnelling_ratio = ratio
+        if np.any(ratio >= 1.0):
+            w = int(np.argmax(ratio))
+            half = geometry["half"][which[w]]
+            warnings.warn(f"a step of {dt:g} s moved a body's surface {ratio[w] * half:.3g} m (world {w}), more than "
+                          f"half the thickness of the static collider {geometry['names'][which[w]]!r} ({half:.3g} m) "
+                          f"within its reach: it may have passed through (tunnelling ratio {ratio[w]:.3g}; "
+                          "scene.get_tunnelling_ratio(), docs/reliability.md)", RuntimeWarning, stacklevel=2)
+        return ratio
+
+    def get_tunnelling_ratio(self) -> np.ndarray:
+        """(W,) per world, the last step's largest surface travel of a dynamic body over the half thickness of a
+        static collider within its reach (sim/tunnelling.py); >= 1: a body may have passed through a collider."""
+        ratio = self._tunnelling_ratio
+        return ratio.copy() if ratio.shape == (self.num_worlds,) else np.zeros(self.num_worlds)
 
     # --- callbacks ----------------------------------------------------------------------------------------------
     def register_pre_step_callback(self, callback, priority: int = 0) -> int:
@@ -485,6 +551,10 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         """Restore a `snapshot` bit-exactly: every world, or ``worlds`` from the snapshot's ``source_worlds``
         (default: the same worlds, or world 0 of a one-world snapshot)."""
         self._store.restore_snapshot(snapshot, worlds, source_worlds)
+
+    def check_snapshot(self, snapshot) -> None:
+        """ValueError unless ``snapshot`` (from `snapshot`) restores into every world of this scene."""
+        self._store.check(snapshot)
 
     def release_state(self, handle: int) -> None:
         self._store.release(handle)

@@ -6,7 +6,6 @@ Validation happens here, before the scene changes, so a rejected actor leaves th
 from __future__ import annotations
 
 import copy
-import itertools
 import math
 from dataclasses import dataclass, field, replace
 
@@ -19,9 +18,7 @@ from .params import RigidActorParams
 from .quadrature import ActorBoundaryElementType, BoundarySubsamplingParams
 from .shapes import Shape
 from .transforms import TransformRT, as_vector3
-
-_ACTOR_HANDLES = itertools.count(1)
-
+from .validation import as_bool, check_mass
 
 @dataclass
 class ActorRecord:
@@ -53,8 +50,9 @@ def _optional_vector(value, name):
     return None if value is None else as_vector3(value, name)
 
 
-def build_actor_record(params: RigidActorParams):
-    """Validate ``params`` and return (record, (com, rotation, linear_velocity, angular_velocity, spin_set))."""
+def build_actor_record(params: RigidActorParams, handle: int):
+    """Validate ``params`` and return (record, (com, rotation, linear_velocity, angular_velocity, spin_set)) with
+    ``handle`` (handles count per scene, so a state restores into any scene built the same way)."""
     # Copy the mutable parts; shapes are immutable and shared.
     p = replace(params, contact=copy.deepcopy(params.contact), sdf=copy.deepcopy(params.sdf))
     if not isinstance(p.name, str):
@@ -66,7 +64,8 @@ def build_actor_record(params: RigidActorParams):
     transform = TransformRT() if p.world_from_local is None else p.world_from_local
     if not isinstance(transform, TransformRT):
         raise TypeError(f"world_from_local must be a TransformRT, got {type(transform).__name__}")
-    is_static = bool(p.is_static)
+    is_static = as_bool(p.is_static, "is_static")
+    has_gravity = as_bool(p.has_gravity, "has_gravity")
     if p.collider_type is ColliderType.COUNT:
         raise ValueError("collider_type COUNT is the number of collider types, not a collider type")
     collider = resolve_collider_type(p.collider_type, p.shape.kind, is_static)
@@ -117,15 +116,14 @@ def build_actor_record(params: RigidActorParams):
         mass, density, volume = props.mass, props.density, props.volume
         com, second = np.array(props.center_of_mass), np.array(props.second_moment)
         pivot = np.zeros(3)
-        if not (mass > 0 and math.isfinite(mass)):
-            raise ValueError(f"actor {p.name!r}: mass must be finite and > 0, got {mass}")
+        check_mass(mass, f"actor {p.name!r}: mass")
     record = ActorRecord(
-        handle=next(_ACTOR_HANDLES),
+        handle=handle,
         name=p.name,
         layer=p.layer,
         shape=p.shape,
         is_static=is_static,
-        has_gravity=bool(p.has_gravity),
+        has_gravity=has_gravity,
         collider_type=collider,
         contact=p.contact,
         sdf=p.sdf,

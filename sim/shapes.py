@@ -23,6 +23,7 @@ import itertools
 import numpy as np
 
 from .transforms import Quaternion, as_quaternion, as_vector3
+from .validation import MAX_LENGTH_M
 
 __all__ = [
     "Shape",
@@ -193,6 +194,9 @@ def _as_coordinates(coordinates, name="coordinates") -> np.ndarray:
     bad = np.flatnonzero(~np.all(np.isfinite(arr), axis=1))
     if bad.size:
         raise ValueError(f"{name} contain NaN or infinite values ({bad.size} vertices, first: vertex {bad[0]})")
+    if np.max(np.abs(arr)) > MAX_LENGTH_M:
+        raise ValueError(f"{name} must lie within {MAX_LENGTH_M:g} m of the origin, got |x| up to "
+                         f"{np.max(np.abs(arr)):.3g} m: area and volume integrals lose float64 precision beyond")
     return arr
 
 
@@ -381,6 +385,9 @@ def box_mesh(half_extents, center=(0.0, 0.0, 0.0), rotation=None) -> tuple[np.nd
     h = as_vector3(half_extents, "half_extents")
     if np.any(h <= 0.0):
         raise ValueError(f"box half_extents must all be positive, got {h.tolist()}")
+    if np.any(h > MAX_LENGTH_M):
+        raise ValueError(f"box half_extents must be at most {MAX_LENGTH_M:g} m, got {h.tolist()}: area and volume "
+                         "integrals lose float64 precision beyond")
     bits = (np.arange(8)[:, None] >> np.arange(3)[None, :]) & 1  # vertex i has bit k set <=> +h on axis k
     vertices = (2.0 * bits - 1.0) * h
     quads = []

@@ -27,7 +27,7 @@ class StateStore:
         self._handles = itertools.count(1)
 
     def _layout(self) -> tuple:
-        return tuple(r.handle for r in self._scene._records)
+        return tuple(r.handle for r in self._scene.actor_records())
 
     def capture(self) -> int:
         h = next(self._handles)
@@ -39,7 +39,7 @@ class StateStore:
         return (self._layout(), self._scene._state.copy(), self._scene._actor_status.copy(), self._extra_capture())
 
     def _extra_capture(self):
-        return [p.capture() if hasattr(p, "capture") else None for p in self._scene._extra_potentials]
+        return [p.capture() for p in self._scene.potentials()]
 
     def _get(self, handle):
         try:
@@ -52,6 +52,15 @@ class StateStore:
         if release_immediately:
             self.release(handle)
 
+    def check(self, snapshot) -> None:
+        """ValueError unless ``snapshot`` is a snapshot of a scene with these actors and as many worlds."""
+        if not (isinstance(snapshot, tuple) and len(snapshot) == 4 and isinstance(snapshot[1], State)):
+            raise ValueError(f"not a scene snapshot (scene.snapshot()): {type(snapshot).__name__}")
+        if snapshot[0] != self._layout():
+            raise ValueError("the captured state was taken with a different set of actors; cannot restore it")
+        if snapshot[1].num_worlds != self._scene.num_worlds:
+            raise ValueError(f"the snapshot holds {snapshot[1].num_worlds} worlds, the scene {self._scene.num_worlds}")
+
     def restore_snapshot(self, snapshot: tuple, worlds, source=None) -> None:
         """Restore a `snapshot` (all worlds, or ``worlds`` from the snapshot's ``source`` worlds)."""
         layout, state, status, extra = snapshot
@@ -61,7 +70,7 @@ class StateStore:
         if worlds is None:
             scene._state = state.copy()
             scene._actor_status = status.copy()
-            for pot, data in zip(scene._extra_potentials, extra):
+            for pot, data in zip(scene.potentials(), extra):
                 if data is not None:
                     pot.restore(data, worlds=None, source_worlds=None)
         else:
@@ -81,7 +90,7 @@ class StateStore:
                 )
             _restore_worlds(scene._state, state, target, source)
             scene._actor_status[target] = status[source]
-            for pot, data in zip(scene._extra_potentials, extra):
+            for pot, data in zip(scene.potentials(), extra):
                 if data is not None:
                     pot.restore(data, worlds=target, source_worlds=source)
 
@@ -133,7 +142,7 @@ class StateStore:
         scene._state = state
         if "__actor_status__" in arrays:
             scene._actor_status = arrays["__actor_status__"]
-        for pot, data in zip(scene._extra_potentials, extras):
+        for pot, data in zip(scene.potentials(), extras):
             if data is not None:
                 pot.restore(data, worlds=None, source_worlds=None)
 

@@ -6,7 +6,7 @@ from reference import REFERENCE, TIGHT, box_mesh, fp64, set_solver
 
 import superdex_gym.sim as mochi
 from superdex_gym.sim import lie
-from superdex_gym.sim.potentials.base import PotentialTerms
+from superdex_gym.sim.potentials.base import Potential, PotentialTerms
 
 G = 9.8
 METHODS = [m for m in mochi.IntegrationMethod if m is not mochi.IntegrationMethod.COUNT]
@@ -124,7 +124,7 @@ def test_non_principal_spin_matches_reference_engine():
         assert min(np.abs(q - q_ref).max(), np.abs(q + q_ref).max()) < 1e-10
 
 
-class HarmonicSpring:
+class HarmonicSpring(Potential):
     """Test potential U = k/2 |c|^2 on every body: a smooth problem with a closed-form solution."""
 
     def __init__(self, stiffness):

@@ -52,6 +52,9 @@ def test_wheel_installs_and_imports_every_module(tmp_path):
         f"    assert pathlib.Path(mod.__file__).is_relative_to({str(target)!r}), (m, mod.__file__)\n"
         "import superdex_gym.sim as s\n"
         "assert (s.ASSETS_PATH / 'sphere/icosphere_3subdiv.1.mochi.json').is_file()\n"
+        "from superdex_gym.training import rllib, config\n"
+        "assert {'reach_ppo', 'push_ppo'} <= set(rllib.available_configs())\n"
+        "assert {'reach', 'push'} <= set(config.available_configs())\n"
         "assert 'sim' not in sys.modules and 'envs' not in sys.modules\n"
         "print(len(mods))\n"
     )

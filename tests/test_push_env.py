@@ -307,12 +307,15 @@ def test_gripper_force_cap_keeps_a_squeezed_cube_from_being_launched():
     # at 2.4 m/s on one machine, 24 cm at 1.99 m/s on another with the same numpy / scipy (measured; the stiff
     # squeeze amplifies BLAS round-off). Capped at 50 N it stays on the table (2.7 cm centre height at most,
     # < 0.82 m/s, measured on both), with either guess. Bounds: the gripper's own top speed (1.25 m/s: faster is a
-    # launch, not a push), 1 cm above rest for the capped cube and 10 cm (5 cube sizes) for the thrown one.
+    # launch, not a push), one cube size above rest for the capped cube and 10 cm (5 cube sizes) for the thrown
+    # one. Since Newton returns its lowest-energy iterate when it stops (issue 16), the defaults release the
+    # squeeze as a 1.3 cm hop at 0.61 m/s (centre 3.4 cm) where the last iterate held the cube 7 mm inside the
+    # table (centre 2.4 cm, 0.75 m/s); the force-cap-alone run stays at 1.8 cm.
     speed, height = _squeeze(gripper_max_force=None, solver_initial_guess="CONSTANT_VELOCITY")
     assert speed > 1.25 and height > 0.1
     for kwargs in ({"solver_initial_guess": "CONSTANT_VELOCITY"}, {}):  # the force cap alone; the defaults
         speed, height = _squeeze(**kwargs)
-        assert speed < 1.25 and height < 0.02 + 0.01
+        assert speed < 1.25 and height < 0.02 + 0.02
     for bad in (0.0, -5.0, float("nan"), "strong"):
         with pytest.raises(ValueError, match="gripper_max_force"):
             gym.make("SuperDex/Push-v0", gripper_max_force=bad)

@@ -352,7 +352,8 @@ def test_divergence_reverts_pose_and_zeroes_velocity():
     sp.non_linear_solver.abs_div_tol = 1.0  # the first residual (m g = 470 N) already exceeds it
     scene.set_solver_params(sp)
     before = a.get_root_transform()
-    scene.step(0.01)
+    with pytest.warns(RuntimeWarning, match="diverged in world"):  # as MuJoCo warns on instability
+        scene.step(0.01)
     assert scene.get_solver_stats().convergence_status is mochi.ConvergenceStatus.DIVERGED
     assert a.get_convergence_status() is mochi.ConvergenceStatus.DIVERGED
     np.testing.assert_array_equal(a.get_root_transform().translation, before.translation)
@@ -384,3 +385,34 @@ def test_solver_options_solve_a_spin(ls, psd):
     for _ in range(5):
         scene.step(0.01)
     assert scene.get_solver_stats().convergence_status is mochi.ConvergenceStatus.CONVERGED
+
+
+def test_potentials_follow_the_declared_extension_protocol():
+    """A potential subclasses `Potential`: one with only ``evaluate`` steps, captures and restores through the
+    declared no-op hooks; a duck-typed object is refused, naming the argument, and the scene keeps its potentials."""
+    from superdex_gym.sim.potentials.base import Potential, PotentialTerms
+
+    class Nothing(Potential):
+        def evaluate(self, ctx, com_position, rotation, want_hessian):
+            return PotentialTerms.zeros(com_position.shape[0], com_position.shape[1], want_hessian)
+
+    class DuckTyped:
+        def evaluate(self, ctx, com_position, rotation, want_hessian):
+            raise AssertionError("never called")
+
+    scene = mochi.create_scene()
+    actor = scene.create_rigid_actor(shape=box_mesh((0.1, 0.1, 0.1)), density=1000.0)
+    before = scene.potentials()
+    with pytest.raises(TypeError, match="potential must subclass .*Potential, got DuckTyped"):
+        scene.add_potential(DuckTyped())
+    assert scene.potentials() == before
+    scene.add_potential(Nothing())
+    start = actor.get_center_of_mass_transform().translation_array
+    handle = scene.capture_state()
+    scene.step(0.01)
+    fallen = actor.get_center_of_mass_transform().translation_array
+    assert fallen[1] < start[1]  # gravity acts; the extra potential adds nothing
+    scene.restore_state(handle)
+    np.testing.assert_array_equal(actor.get_center_of_mass_transform().translation_array, start)
+    with pytest.raises(NotImplementedError, match="Potential must implement evaluate"):
+        Potential().evaluate(None, np.zeros((1, 1, 3)), np.zeros((1, 1, 3, 3)), False)

@@ -34,8 +34,8 @@ PINNED_ARITHMETIC = {
 
 STEPS = 200
 EXPECTED = {
-    "SuperDex/Push-v0": "26e35dcf594073986d84e4fe010456b0b5a5f38d24a43b574820fe569aaa6a76",
-    "SuperDex/PushDense-v0": "25cf8245a94fb301888ddbab2199a0f01e399af0e6420fdf28d434b956cf7370",
+    "SuperDex/Push-v0": "aad10792f4d3cf6855bb10223762eab3699d994421ec0a3c3ae1b8749c19f461",
+    "SuperDex/PushDense-v0": "a132f416798a52f29095f0ac8629e43b7e370d3d0f562e383db839ba71485d79",
     "SuperDex/Reach-v0": "7181ba5d6e8902fccb99f8e8d4d0fe695a5f3f06b6d259401bfbec5e03f9125a",
     "SuperDex/ReachDense-v0": "caa7712a22ebbc66c79d7b2fcb46daa19084dad4d12adb6aa31e16d2313db6b7",
 }

@@ -3,8 +3,12 @@ model, and the closing list of the files written."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import fnmatch
+import io
+import os
+import tempfile
 from pathlib import Path
 
 import gymnasium as gym
@@ -14,11 +18,47 @@ from .rollout import ModelPolicy, run_rendered_episode, write_video
 CURVE_FIELDS = ("timesteps", "success_rate", "mean_return", "mean_final_distance", "wall_time_s")
 
 
-def write_curve(path: Path, rows: list[dict]) -> None:
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=CURVE_FIELDS)
-        w.writeheader()
-        w.writerows(rows)
+@contextlib.contextmanager
+def atomic_open(path: str | Path, mode: str = "w", **kwargs):
+    """A file to write ``path`` through: a temporary file in the same folder, flushed, synced and renamed over
+    ``path`` (``os.replace``) when the block ends without an error, deleted when it raises. A reader (a sweep's
+    aggregator, a plotting script) sees the old file or the new one, never a partial one."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, mode, **kwargs) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    with atomic_open(path, "w") as f:
+        f.write(text)
+
+
+def read_curve(path: Path) -> list[dict]:
+    """The rows of a learning-curve CSV, typed as ``write_curve`` wrote them ([] when there is no file)."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    return [{k: (int(r[k]) if k == "timesteps" else float(r[k])) for k in CURVE_FIELDS} for r in rows]
+
+
+def write_curve(path: Path, rows: list[dict], fields=CURVE_FIELDS) -> None:
+    buf = io.StringIO(newline="")
+    w = csv.DictWriter(buf, fieldnames=fields)
+    w.writeheader()
+    w.writerows(rows)
+    with atomic_open(path, "w", newline="") as f:
+        f.write(buf.getvalue())
 
 
 def record_episode(model, cfg: dict, path: Path, size_px: int = 320) -> dict:
@@ -53,6 +93,7 @@ OUTPUT_DESCRIPTIONS = (
     ("eval_episode.*", "one episode of the final model (seed train.eval_seed)"),
     ("progress.csv", "SB3's logger: losses, entropy coefficient, rollout success rate"),
     ("checkpoints/*.zip", "a checkpoint"),
+    ("checkpoints/*_replay_buffer_*.pkl", "the latest checkpoint's replay buffer (superdex-train --resume)"),
     ("checkpoints/*.pkl", "a checkpoint's normalization statistics"),
 )
 
@@ -93,6 +134,7 @@ def plot_curve(csv_rows: list[dict], path: Path, title: str) -> Path | None:
     for ax in (a, b):
         ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    with atomic_open(path, "wb") as f:
+        fig.savefig(f, dpi=120, format="png")
     plt.close(fig)
     return path

@@ -19,12 +19,31 @@ in OUTPUT, and lists at its end:
     eval_episode.gif        one episode of the final model (seed eval_seed); ``--video mp4`` / ``none``
     progress.csv            SB3's logger (losses, entropy coefficient, rollout success rate, ...)
     checkpoints/            model_<timesteps>_steps.zip (+ model_vecnormalize_<timesteps>_steps.pkl) every
-                            --checkpoint-freq timesteps (no folder when none falls due)
+                            --checkpoint-freq timesteps (no folder when none falls due), and the replay buffer
+                            of the latest one, model_replay_buffer_<timesteps>_steps.pkl (what --resume needs)
 
 Evaluations run ``eval_episodes`` seeded episodes (seeds eval_seed + i, the same every time) of the deterministic
 policy on a separate batched env every ``--eval-freq`` timesteps and once at the end. The same seed and config
 give the same run (``set_random_seed`` for python / numpy / torch, seeded worlds and action space,
 ``torch.use_deterministic_algorithms``).
+
+The replay buffer holds at most the run's total timesteps (``model.buffer_size`` is capped there, plus one batched
+step, with a note: a larger one only costs memory and checkpoint size). CSV / JSON / PNG outputs and checkpoint
+files are written to a temporary file and renamed over the old one, so a reader never sees a partial file.
+
+``--resume RUN_DIR`` continues a run from its latest checkpoint (model, normalization statistics, replay buffer,
+learning curve up to there) to the config's total timesteps (``--total-timesteps`` may raise it): SB3's
+``learn(remaining, reset_num_timesteps=False)``, so timesteps, gradient-step counts and the evaluation schedule go
+on where they were. The worlds restart from a reset (their mid-episode state is not saved; the buffer's unfinished
+episodes are closed), seeded from (seed, timesteps), so a resume from the same checkpoint is itself reproducible
+but not bit-identical to the run that never stopped.
+
+``train(..., on_evaluation=fn)`` calls ``fn(row, save_checkpoint)`` after every evaluation, with ``row`` the
+learning-curve row (timesteps, success_rate, mean_return, mean_final_distance, wall_time_s) and
+``save_checkpoint(dir)`` writing a resumable copy of the run into ``dir`` (``config.json``, ``learning_curve.csv``
+and a ``checkpoints/`` folder: ``--resume dir`` continues from it). Evaluations and checkpoints run at the end of
+a rollout (SB3 stores a step's transitions after the step callbacks, so a checkpoint there holds the whole
+step). The Ray Tune sweep (``superdex_gym.training.tune``) reports and checkpoints through it.
 """
 
 from __future__ import annotations
@@ -33,6 +52,8 @@ import argparse
 import contextlib
 import json
 import os
+import pickle
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -42,7 +63,7 @@ try:
     import stable_baselines3
     import torch
     from stable_baselines3 import HerReplayBuffer
-    from stable_baselines3.common.callbacks import BaseCallback, CallbackList, CheckpointCallback
+    from stable_baselines3.common.callbacks import BaseCallback, CallbackList
     from stable_baselines3.common.logger import configure
     from stable_baselines3.common.utils import set_random_seed
     from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
@@ -56,7 +77,8 @@ import numpy as np
 from .config import available_configs, load_config
 from .evaluate import algorithm_class
 from .rollout import ModelPolicy, check_mp4_support, make_eval_vec_env, run_batched_episodes
-from .run_outputs import format_outputs, plot_curve, record_episode, remove_if_empty, write_curve, written_since
+from .run_outputs import (atomic_open, atomic_write_text, format_outputs, plot_curve, read_curve, record_episode,
+                          remove_if_empty, write_curve, written_since)
 
 VIDEO_FORMATS = ("gif", "mp4", "none")
 
@@ -81,21 +103,27 @@ class SuccessEvalCallback(BaseCallback):
     CSV, and saves ``best_model.zip`` when the success rate improves."""
 
     def __init__(self, eval_env, n_episodes: int, eval_seed: int, eval_freq: int, curve_path: Path,
-                 best_model_path: Path | None, start_time: float, verbose: int = 1):
+                 best_model_path: Path | None, start_time: float, verbose: int = 1, rows=(), start_timesteps=0,
+                 on_evaluation=None, save_checkpoint=None):
         super().__init__(verbose)
         self.eval_env, self.n_episodes, self.eval_seed = eval_env, int(n_episodes), int(eval_seed)
         self.eval_freq, self.curve_path, self.best_model_path = int(eval_freq), curve_path, best_model_path
         self.start_time = start_time
-        self.rows: list[dict] = []
-        self.best_success = -1.0
+        self.rows: list[dict] = list(rows)  # a resumed run's evaluations so far
+        self.best_success = max((r["success_rate"] for r in self.rows), default=-1.0)
+        self.on_evaluation, self.save_checkpoint = on_evaluation, save_checkpoint
         self._next_eval = self.eval_freq
+        while self.eval_freq > 0 and self._next_eval <= start_timesteps:
+            self._next_eval += self.eval_freq
 
     def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_end(self) -> None:  # after the step's transitions are stored: a checkpoint here is complete
         if self.eval_freq > 0 and self.num_timesteps >= self._next_eval:
             while self._next_eval <= self.num_timesteps:
                 self._next_eval += self.eval_freq
             self.run_evaluation()
-        return True
 
     def run_evaluation(self, dump: bool = False) -> dict:
         if self.rows and self.rows[-1]["timesteps"] == self.num_timesteps:
@@ -120,6 +148,8 @@ class SuccessEvalCallback(BaseCallback):
             msg = (f"eval @ {row['timesteps']} timesteps: success rate {row['success_rate']:.3f}, "
                    f"mean return {row['mean_return']:.2f} ({self.n_episodes} episodes)")
             _print(msg)
+        if self.on_evaluation is not None:
+            self.on_evaluation(dict(row), self.save_checkpoint)
         return row
 
 
@@ -132,14 +162,72 @@ def _print(msg: str) -> None:
         print(msg, flush=True)
 
 
-def save_model(model, path: Path) -> None:
+def save_model(model, path: Path, norm_path: Path | None = None) -> None:
     """``<name>.zip`` and, when the model trains behind ``VecNormalize``, its statistics ``<name>_vecnormalize.pkl``
-    (``evaluate`` finds them there)."""
+    (``evaluate`` finds them there), each written atomically."""
     path = Path(path)
-    model.save(path)
+    with atomic_open(path, "wb") as f:
+        model.save(f)
     norm = model.get_vec_normalize_env()
     if norm is not None:
-        norm.save(path.with_name(path.stem + "_vecnormalize.pkl"))
+        with atomic_open(norm_path or path.with_name(path.stem + "_vecnormalize.pkl"), "wb") as f:
+            pickle.dump(norm, f)
+
+
+CHECKPOINT_RE = re.compile(r"model_(\d+)_steps\.zip")
+
+
+def save_run_checkpoint(model, directory: Path, rows: list[dict], cfg: dict) -> Path:
+    """A resumable copy of the run at ``model.num_timesteps`` in ``directory``: ``checkpoints/model_<n>_steps.zip``,
+    its ``model_vecnormalize_<n>_steps.pkl`` and ``model_replay_buffer_<n>_steps.pkl`` (older replay buffers there
+    are deleted: resuming needs the latest only), ``learning_curve.csv`` up to now and ``config.json``. The replay
+    buffer is written last, so a checkpoint that has one is complete."""
+    directory = Path(directory)
+    ck = directory / "checkpoints"
+    ck.mkdir(parents=True, exist_ok=True)
+    n = int(model.num_timesteps)
+    atomic_write_text(directory / "config.json", json.dumps(cfg, indent=2) + "\n")
+    write_curve(directory / "learning_curve.csv", [r for r in rows if r["timesteps"] <= n])
+    save_model(model, ck / f"model_{n}_steps.zip", ck / f"model_vecnormalize_{n}_steps.pkl")
+    with atomic_open(ck / f"model_replay_buffer_{n}_steps.pkl", "wb") as f:
+        pickle.dump(model.replay_buffer, f)
+    for old in ck.glob("model_replay_buffer_*_steps.pkl"):
+        if old.name != f"model_replay_buffer_{n}_steps.pkl":
+            old.unlink()
+    return directory
+
+
+def latest_checkpoint(run_dir: Path) -> tuple[int, Path]:
+    """The timesteps and model file of the newest complete checkpoint in ``run_dir/checkpoints`` (one with its
+    replay buffer)."""
+    ck = Path(run_dir) / "checkpoints"
+    found = []
+    for p in ck.glob("model_*_steps.zip"):
+        m = CHECKPOINT_RE.fullmatch(p.name)
+        if m and (ck / f"model_replay_buffer_{m.group(1)}_steps.pkl").is_file():
+            found.append((int(m.group(1)), p))
+    if not found:
+        raise FileNotFoundError(f"resume: no checkpoint with a replay buffer in {ck} (runs write one every "
+                                f"train.checkpoint_freq timesteps; a run with checkpoint_freq = 0 cannot resume)")
+    return max(found)
+
+
+class RunCheckpointCallback(BaseCallback):
+    """Every ``freq`` timesteps (multiples of it, also across a resume): ``save_run_checkpoint`` into the run."""
+
+    def __init__(self, freq: int, out: Path, cfg: dict, rows_of, start_timesteps: int = 0):
+        super().__init__(0)
+        self.freq, self.out, self.cfg, self.rows_of = int(freq), Path(out), cfg, rows_of
+        self._next = (int(start_timesteps) // self.freq + 1) * self.freq
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_end(self) -> None:  # SB3 stores a step's transitions after _on_step, before this
+        if self.num_timesteps >= self._next:
+            while self._next <= self.num_timesteps:
+                self._next += self.freq
+            save_run_checkpoint(self.model, self.out, self.rows_of(), self.cfg)
 
 
 # --- scripted warm-up ----------------------------------------------------------------------------------------------
@@ -218,6 +306,11 @@ def resolve(config, *, total_timesteps=None, seed=None, num_envs=None, device=No
         cfg.setdefault("notes", []).append(f"train.total_timesteps rounded up from {t['total_timesteps']} to {rounded},"
                                            f" a multiple of num_envs = {n} (each batched step adds {n} timesteps)")
         t["total_timesteps"] = rounded
+    buffer, cap = int(cfg["model"].get("buffer_size", 1_000_000)), t["total_timesteps"] + t["num_envs"]
+    if buffer > cap:  # never filled past the run's length: the rest is memory and checkpoint size
+        cfg["model"]["buffer_size"] = cap  # + one batched step: the last one fills it without wrapping around
+        cfg.setdefault("notes", []).append(f"model.buffer_size capped from {buffer} to the run's total_timesteps "
+                                           f"+ num_envs = {cap}")
     spec = gym.spec(cfg["env_id"])
     episode = int(spec.max_episode_steps or 50)
     ls = int(cfg["model"].get("learning_starts", 100))
@@ -228,24 +321,43 @@ def resolve(config, *, total_timesteps=None, seed=None, num_envs=None, device=No
     return cfg
 
 
-def train(config="push", *, output: str | Path = "runs/train", total_timesteps=None, seed=None, num_envs=None,
+def train(config=None, *, output: str | Path | None = None, total_timesteps=None, seed=None, num_envs=None,
           device=None, progress_bar=None, checkpoint_freq=None, eval_freq=None, eval_episodes=None, video=None,
-          overrides=(), verbose: int = 1) -> TrainResult:
-    """Train from a config (``"push"``, a path, or a dict) and write the run to ``output`` (see the module doc)."""
+          overrides=(), verbose: int = 1, resume: str | Path | None = None, on_evaluation=None) -> TrainResult:
+    """Train from a config (``"push"``, the default, a path, or a dict) and write the run to ``output`` (default
+    ``runs/train``; see the module doc). ``resume``: a run directory (or a ``save_checkpoint`` copy) to continue
+    from its latest checkpoint, with its ``config.json`` (``config`` must then be None; the other arguments and
+    ``overrides`` still apply) and by default into itself. ``on_evaluation(row, save_checkpoint)``: see the module
+    doc."""
     from .. import envs as _envs
     from ..envs.adapters.sb3 import SuperDexSB3VecEnv
 
     _envs.register_envs()
-    cfg = resolve(config, total_timesteps=total_timesteps, seed=seed, num_envs=num_envs, device=device,
-                  progress_bar=progress_bar, checkpoint_freq=checkpoint_freq, eval_freq=eval_freq,
-                  eval_episodes=eval_episodes, video=video, overrides=overrides)
+    resume_from = None
+    if resume is not None:
+        resume = Path(resume)
+        if config is not None:
+            raise ValueError(f"resume: the config is the run's own ({resume / 'config.json'}); pass config=None "
+                             f"(change values with overrides / total_timesteps), got config={config!r}")
+        if not (resume / "config.json").is_file():
+            raise FileNotFoundError(f"resume: {resume} is not a run directory (no config.json in it)")
+        resume_from = latest_checkpoint(resume)  # fails before anything is written
+        config = resume / "config.json"
+    cfg = resolve("push" if config is None else config, total_timesteps=total_timesteps, seed=seed,
+                  num_envs=num_envs, device=device, progress_bar=progress_bar, checkpoint_freq=checkpoint_freq,
+                  eval_freq=eval_freq, eval_episodes=eval_episodes, video=video, overrides=overrides)
     t = cfg["train"]
-    out = Path(output)
+    if on_evaluation is not None and not callable(on_evaluation):
+        raise ValueError(f"on_evaluation must be callable(row, save_checkpoint), got {on_evaluation!r}")
+    if resume_from is not None and resume_from[0] > t["total_timesteps"]:
+        raise ValueError(f"resume: the checkpoint is at {resume_from[0]} timesteps, past total_timesteps = "
+                         f"{t['total_timesteps']}")
+    out = Path(output if output is not None else (resume if resume is not None else "runs/train"))
     out.mkdir(parents=True, exist_ok=True)
     start_wall = time.time()
     cfg["versions"] = {"stable_baselines3": stable_baselines3.__version__, "torch": torch.__version__,
                        "gymnasium": gym.__version__}
-    (out / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    atomic_write_text(out / "config.json", json.dumps(cfg, indent=2) + "\n")
     for note in cfg.get("notes", []):
         _print(f"note: {note}")
 
@@ -255,44 +367,73 @@ def train(config="push", *, output: str | Path = "runs/train", total_timesteps=N
     if t["video"] == "mp4":
         check_mp4_support()  # fail before training, not after
     start = time.perf_counter()
+    start_n, rows = 0, []
     with torch_settings(bool(t["deterministic_torch"]), int(t["torch_threads"])):
-        set_random_seed(s)
-        venv = VecMonitor(SuperDexSB3VecEnv(n, seed=s, env_id=cfg["env_id"],
+        if resume_from is not None:  # fresh worlds, seeded apart from the run's first ones, reproducibly
+            start_n = resume_from[0]
+            s_env = int(np.random.SeedSequence([s, start_n]).generate_state(1)[0] % 2**31)
+            rows = [r for r in read_curve(resume / "learning_curve.csv") if r["timesteps"] <= start_n]
+        else:
+            s_env = s
+        set_random_seed(s_env)
+        venv = VecMonitor(SuperDexSB3VecEnv(n, seed=s_env, env_id=cfg["env_id"],
                                             max_episode_steps=int(spec.max_episode_steps or 50), **env_kwargs))
-        if t["normalize"]:  # observations only: HER recomputes rewards from the stored (raw) goals
-            venv = VecNormalize(venv, norm_obs=True, norm_reward=False, clip_obs=float(t["clip_obs"]),
-                                gamma=float(cfg["model"].get("gamma", 0.99)))
-        model_kwargs = dict(cfg["model"])
-        policy = model_kwargs.pop("policy", "MultiInputPolicy")
-        if isinstance(model_kwargs.get("train_freq"), list):
-            model_kwargs["train_freq"] = tuple(model_kwargs["train_freq"])
         cls = algorithm_class(cfg["algo"])
         if t["warmup_policy"] == "scripted":
             cls = type(cls.__name__, (ScriptedWarmup, cls), {})
-        model = cls(policy, venv, replay_buffer_class=HerReplayBuffer, replay_buffer_kwargs=dict(cfg["her"]),
-                    seed=s, device=t["device"], verbose=0, **model_kwargs)
+        if resume_from is not None:
+            ck = resume_from[1].parent
+            if t["normalize"]:
+                norm = ck / f"model_vecnormalize_{start_n}_steps.pkl"
+                if not norm.is_file():
+                    raise FileNotFoundError(f"resume: the run normalizes observations but {norm} is missing")
+                venv = VecNormalize.load(str(norm), venv)
+            model = cls.load(resume_from[1], env=venv, device=t["device"])
+            model.set_random_seed(s_env)
+            # the buffer's unfinished episodes are closed: the worlds restart from a reset
+            model.load_replay_buffer(ck / f"model_replay_buffer_{start_n}_steps.pkl", truncate_last_traj=True)
+            model._last_obs = None  # the saved observation belongs to worlds that no longer exist: reset them
+            if verbose >= 1:
+                _print(f"resuming {resume} from {start_n} timesteps ({resume_from[1].name}) to "
+                       f"{t['total_timesteps']}")
+        else:
+            if t["normalize"]:  # observations only: HER recomputes rewards from the stored (raw) goals
+                venv = VecNormalize(venv, norm_obs=True, norm_reward=False, clip_obs=float(t["clip_obs"]),
+                                    gamma=float(cfg["model"].get("gamma", 0.99)))
+            model_kwargs = dict(cfg["model"])
+            policy = model_kwargs.pop("policy", "MultiInputPolicy")
+            if isinstance(model_kwargs.get("train_freq"), list):
+                model_kwargs["train_freq"] = tuple(model_kwargs["train_freq"])
+            model = cls(policy, venv, replay_buffer_class=HerReplayBuffer, replay_buffer_kwargs=dict(cfg["her"]),
+                        seed=s, device=t["device"], verbose=0, **model_kwargs)
         if t["warmup_policy"] == "scripted":
             from ..suite import scripted_policy
 
-            model.setup_warmup(scripted_policy(cfg["env_id"]), float(t["warmup_random_prob"]), s)
+            model.setup_warmup(scripted_policy(cfg["env_id"]), float(t["warmup_random_prob"]), s_env)
         model.set_logger(configure(str(out), ["csv"] + (["stdout"] if verbose >= 2 else [])))
 
         callbacks = []
-        if t["checkpoint_freq"] > 0:
-            callbacks.append(CheckpointCallback(save_freq=max(t["checkpoint_freq"] // n, 1),
-                                                save_path=str(out / "checkpoints"), name_prefix="model",
-                                                save_vecnormalize=True))
         eval_cb = None
         eval_env = None
-        if t["eval_episodes"] > 0:
+
+        def save_checkpoint(directory) -> Path:
+            return save_run_checkpoint(model, Path(directory), eval_cb.rows if eval_cb is not None else [], cfg)
+
+        if t["eval_episodes"] > 0:  # before the checkpoint callback: a checkpoint holds a coinciding evaluation
             eval_env = make_eval_vec_env(cfg["env_id"], min(t["eval_episodes"], 64), cfg["env"])
             eval_cb = SuccessEvalCallback(eval_env, t["eval_episodes"], t["eval_seed"], t["eval_freq"],
                                           out / "learning_curve.csv",
                                           out / "best_model.zip" if t["eval_freq"] > 0 else None, start,
-                                          verbose=int(verbose >= 1))
+                                          verbose=int(verbose >= 1), rows=rows, start_timesteps=start_n,
+                                          on_evaluation=on_evaluation, save_checkpoint=save_checkpoint)
             callbacks.append(eval_cb)
-        model.learn(total_timesteps=t["total_timesteps"], callback=CallbackList(callbacks),
-                    progress_bar=bool(t["progress_bar"]))
+        if t["checkpoint_freq"] > 0:
+            callbacks.append(RunCheckpointCallback(t["checkpoint_freq"], out, cfg,
+                                                   lambda: eval_cb.rows if eval_cb is not None else [], start_n))
+        remaining = t["total_timesteps"] - int(model.num_timesteps)
+        if remaining > 0:
+            model.learn(total_timesteps=remaining, callback=CallbackList(callbacks),
+                        progress_bar=bool(t["progress_bar"]), reset_num_timesteps=resume_from is None)
         train_time = time.perf_counter() - start
         final = eval_cb.run_evaluation(dump=True) if eval_cb is not None else None
         save_model(model, out / "model.zip")
@@ -301,7 +442,7 @@ def train(config="push", *, output: str | Path = "runs/train", total_timesteps=N
         video = None
         if t["video"] != "none":
             video = record_episode(model, cfg, out / f"eval_episode.{t['video']}")
-    remove_if_empty(out / "checkpoints")  # CheckpointCallback makes it up front, even when no checkpoint falls due
+    remove_if_empty(out / "checkpoints")  # an earlier version made it up front; keep runs tidy either way
     wall = time.perf_counter() - start
 
     curve = eval_cb.rows if eval_cb is not None else []
@@ -318,7 +459,7 @@ def train(config="push", *, output: str | Path = "runs/train", total_timesteps=N
         "timesteps": int(model.num_timesteps),
         "wall_time_s": round(wall, 3),
         "train_time_s": round(train_time, 3),
-        "timesteps_per_s": round(model.num_timesteps / max(train_time, 1e-9), 2),
+        "timesteps_per_s": round((model.num_timesteps - start_n) / max(train_time, 1e-9), 2),
         "last_success_rate": None if final is None else final["success_rate"],
         "last_mean_return": None if final is None else final["mean_return"],
         "best_success_rate": max((r["success_rate"] for r in curve), default=None),
@@ -329,9 +470,10 @@ def train(config="push", *, output: str | Path = "runs/train", total_timesteps=N
         "learning_curve_png_skipped": png_skipped,
         "video": None if video is None else video["path"].name,
         "video_episode": None if video is None else {k: v for k, v in video.items() if k != "path"},
+        "resumed_from_timesteps": None if resume_from is None else start_n,
         "versions": cfg["versions"],
     }
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    atomic_write_text(out / "metrics.json", json.dumps(metrics, indent=2) + "\n")
     if verbose >= 1:
         last = "n/a" if final is None else f"{final['success_rate']:.3f}"
         _print(f"trained {metrics['timesteps']} timesteps in {wall:.1f} s; final success rate {last}")
@@ -343,8 +485,12 @@ def train(config="push", *, output: str | Path = "runs/train", total_timesteps=N
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="superdex-train", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", default="push",
-                   help=f"a packaged config ({', '.join(available_configs())}) or a .toml/.json path")
+    p.add_argument("--config", default=None,
+                   help=f"a packaged config ({', '.join(available_configs())}) or a .toml/.json path "
+                        "(default push; with --resume, the run's own)")
+    p.add_argument("--resume", default=None, metavar="RUN_DIR",
+                   help="continue RUN_DIR from its latest checkpoint (model, normalization, replay buffer) to the "
+                        "total timesteps, writing into RUN_DIR unless --output is given")
     p.add_argument("--total-timesteps", type=int, default=None)
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--num-envs", type=int, default=None, help="batched worlds")
@@ -366,11 +512,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     output = args.output
-    if output is None:
-        name = Path(args.config).stem
+    if output is None and args.resume is None:
+        name = Path(args.config or "push").stem
         output = f"runs/{name}-s{args.seed if args.seed is not None else 0}"
     try:
-        train(args.config, output=output, total_timesteps=args.total_timesteps, seed=args.seed,
+        train(args.config, output=output, resume=args.resume, total_timesteps=args.total_timesteps, seed=args.seed,
               num_envs=args.num_envs, device=args.device, progress_bar=args.progress_bar,
               checkpoint_freq=args.checkpoint_freq, eval_freq=args.eval_freq, eval_episodes=args.eval_episodes,
               video=args.video, overrides=args.overrides, verbose=0 if args.quiet else 1 + args.verbose)

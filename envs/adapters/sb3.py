@@ -45,8 +45,7 @@ class SuperDexSB3VecEnv(VecEnv):
         done = terminated | truncated
         out_infos = []
         for i in range(self.num_envs):
-            info = {k: (bool(v[i]) if k == "is_success" else float(v[i])) for k, v in infos.items()
-                    if not k.startswith("_")}
+            info = {k: v[i].item() for k, v in infos.items() if not k.startswith("_")}
             if done[i]:
                 info["terminal_observation"] = {k: val[i].copy() for k, val in obs.items()}
                 info["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])

@@ -12,8 +12,13 @@ from dataclasses import dataclass
 import numpy as np
 
 import superdex_gym.sim as mochi
+from superdex_gym.sim.validation import as_bool, as_int, as_real, bounded_real, real_array
 
 V_MAX = 10.0  # m/s, bound of every linear velocity in an observation (clipped to it; see docs/envs_notes.md)
+# s: at V_MAX a body moves at most 0.2 m per step, the table's half thickness, so it cannot pass its midplane
+# (the thinnest static collider; docs/reliability.md)
+MAX_PHYSICS_DT = 0.02
+MAX_SUBSTEPS = 50  # each substep is one engine call of ~5-20 ms: more makes one step() take seconds
 
 
 @dataclass(frozen=True)
@@ -28,16 +33,25 @@ class WorldConfig:
     # Newton starts from the constant-velocity prediction, the gripper on its drive targets (docs/envs_notes.md)
     solver_initial_guess: mochi.InitialGuess = mochi.InitialGuess.CONSTANT_VELOCITY_AND_TARGETS
     solver_line_search_max_iter: int = 2  # engine default 4 (docs/envs_notes.md)
+    # A world that stops at the iteration cap keeps its lowest-energy iterate, not the last one, which launched
+    # cubes at 26-29 m/s (docs/reliability.md)
+    solver_best_iterate_on_stop: bool = True
 
     @property
     def control_dt(self) -> float:
         return self.physics_dt * self.substeps
 
     def validate(self) -> "WorldConfig":
-        if not (np.isfinite(self.physics_dt) and self.physics_dt > 0):
-            raise ValueError(f"physics_dt must be finite and > 0, got {self.physics_dt!r}")
-        if isinstance(self.substeps, bool) or not isinstance(self.substeps, (int, np.integer)) or self.substeps < 1:
-            raise ValueError(f"substeps must be an integer >= 1, got {self.substeps!r}")
+        bounded_real(self.physics_dt, "physics_dt", 1e-4, MAX_PHYSICS_DT,
+                     f"V_MAX x physics_dt must stay within the table's 0.2 m half thickness (no tunnelling); below "
+                     "1e-4 s a control step needs hundreds of engine calls")
+        as_int(self.substeps, "substeps", 1, MAX_SUBSTEPS, "each substep is one engine call; more would make one "
+               "step() take seconds")
+        bounded_real(self.solver_abs_tol, "solver_abs_tol", 0.0, 1.0, "a weighted residual of 1 is the body's "
+                     "weight: a looser tolerance accepts unbalanced forces", low_open=True)
+        as_int(self.solver_max_iter, "solver_max_iter", 1, 100, "each iteration is a full potential evaluation")
+        as_int(self.solver_line_search_max_iter, "solver_line_search_max_iter", 1, 20,
+               "each try is a full potential evaluation")
         if not isinstance(self.solver_initial_guess, mochi.InitialGuess):
             raise TypeError(f"solver_initial_guess must be an InitialGuess, got {self.solver_initial_guess!r}")
         return self
@@ -51,24 +65,30 @@ class WorldConfig:
         sp.non_linear_solver.max_iter = int(self.solver_max_iter)
         sp.non_linear_solver.initial_guess = self.solver_initial_guess
         sp.non_linear_solver.line_search_max_iter = self.solver_line_search_max_iter
+        sp.non_linear_solver.best_iterate_on_stop = self.solver_best_iterate_on_stop
         scene.set_solver_params(sp)
 
 
 def world_config(physics_dt=0.02, substeps=2, solver_abs_tol=1e-2, solver_max_iter=8,
-                 solver_initial_guess="CONSTANT_VELOCITY_AND_TARGETS", solver_line_search_max_iter=2) -> WorldConfig:
+                 solver_initial_guess="CONSTANT_VELOCITY_AND_TARGETS", solver_line_search_max_iter=2,
+                 solver_best_iterate_on_stop=True) -> WorldConfig:
     """The physics and solver ``gym.make`` kwargs as a validated `WorldConfig`.
 
     ``solver_initial_guess``: an ``InitialGuess`` or its name; ``"LATEST_SOLUTION"`` is the reference's.
-    ``solver_line_search_max_iter``: line-search tries per Newton iteration (the engine's default is 4)."""
+    ``solver_line_search_max_iter``: line-search tries per Newton iteration (the engine's default is 4).
+    ``solver_best_iterate_on_stop``: a solve stopped at its cap keeps its lowest-energy iterate (False: the last,
+    as the reference engine does)."""
     if isinstance(solver_initial_guess, str):
         try:
             solver_initial_guess = mochi.InitialGuess[solver_initial_guess.upper()]
         except KeyError:
             names = [g.name for g in mochi.InitialGuess]
             raise ValueError(f"solver_initial_guess must be one of {names}, got {solver_initial_guess!r}") from None
-    return WorldConfig(physics_dt=float(physics_dt), substeps=substeps, solver_abs_tol=solver_abs_tol,
+    return WorldConfig(physics_dt=as_real(physics_dt, "physics_dt"), substeps=substeps, solver_abs_tol=solver_abs_tol,
                        solver_max_iter=solver_max_iter, solver_initial_guess=solver_initial_guess,
-                       solver_line_search_max_iter=solver_line_search_max_iter).validate()
+                       solver_line_search_max_iter=solver_line_search_max_iter,
+                       solver_best_iterate_on_stop=as_bool(solver_best_iterate_on_stop,
+                                                           "solver_best_iterate_on_stop")).validate()
 
 
 def split_kwargs(kwargs: dict, *factories) -> list[dict]:
@@ -84,7 +104,7 @@ def split_kwargs(kwargs: dict, *factories) -> list[dict]:
 
 
 def finite_array(value, shape, name) -> np.ndarray:
-    arr = np.asarray(value, dtype=np.float64)
+    arr = real_array(value, name)
     if arr.shape != shape or not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must be {shape} finite numbers, got {value!r}")
     return arr

@@ -13,6 +13,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from superdex_gym.sim.validation import as_bool, real_array
+
 from ..rendering.scene_view import HUMAN_MODE_HINT, HumanWindow, SceneView, default_camera, human_mode_available
 from .config import split_kwargs, world_config
 from .worlds import RobotTaskWorlds
@@ -53,13 +55,14 @@ def goal_spaces(worlds) -> spaces.Dict:
     })
 
 
-def rewards_and_infos(task, obs: dict, dense: bool) -> tuple[np.ndarray, dict]:
-    """Rewards (float32, the sum of the terms) and infos: ``is_success``, ``distance`` (the farthest object's) and
-    each term as ``reward_<term>``, arrays over the leading axes of ``obs``."""
+def rewards_and_infos(worlds, obs: dict, dense: bool) -> tuple[np.ndarray, dict]:
+    """Rewards (float32, the sum of the terms) and infos: ``is_success``, ``distance`` (the farthest object's),
+    each term as ``reward_<term>`` and the step's physics (`worlds.physics_report`), arrays over the worlds."""
+    task = worlds.task
     achieved, desired = obs["achieved_goal"], obs["desired_goal"]
     terms = task.reward_terms(achieved, desired, dense)
     infos = {"is_success": task.is_success(achieved, desired),
-             "distance": task.distance(achieved, desired).astype(np.float64)}
+             "distance": task.distance(achieved, desired).astype(np.float64), **worlds.physics_infos()}
     infos.update({f"reward_{name}": np.asarray(value, dtype=np.float64) for name, value in terms.items()})
     return np.sum(list(terms.values()), axis=0).astype(np.float32), infos
 
@@ -76,8 +79,8 @@ class RobotTaskEnv(gym.Env):
         if render_mode is not None and render_mode not in RENDER_MODES:
             raise ValueError(f"render_mode must be one of {RENDER_MODES} or None, got {render_mode!r}")
         self.worlds = make_worlds(1, robot, task, kwargs)
-        self.dense_reward = bool(dense_reward)
-        self.terminate_on_success = bool(terminate_on_success)
+        self.dense_reward = as_bool(dense_reward, "dense_reward")
+        self.terminate_on_success = as_bool(terminate_on_success, "terminate_on_success")
         self.render_mode = render_mode
         self.metadata = {**self.metadata, "render_fps": int(round(1.0 / self.worlds.config.control_dt))}
         self.observation_space = goal_spaces(self.worlds)
@@ -89,8 +92,10 @@ class RobotTaskEnv(gym.Env):
 
     # --- Gymnasium API ------------------------------------------------------------------------------------------
     def reset(self, *, seed=None, options=None):
+        world = np.array([0])
+        self.worlds.check_options(world, options)  # before seeding: a rejected reset changes nothing
         super().reset(seed=seed)
-        self.worlds.reset_worlds(np.array([0]), [self.np_random], options)
+        self.worlds.reset_worlds(world, [self.np_random], options)
         self._has_reset = True
         obs = self._obs()
         if self.render_mode == "human":
@@ -100,16 +105,17 @@ class RobotTaskEnv(gym.Env):
     def step(self, action):
         if not self._has_reset:
             raise RuntimeError("call reset() before step()")
-        action = np.asarray(action, dtype=np.float64)
+        action = real_array(action, "action")
         if action.shape != self.action_space.shape:
             raise ValueError(f"action must have shape {self.action_space.shape}, got {action.shape}")
         self.worlds.apply_actions(action[None])
         obs = self._obs()
         reward, info = self._reward_and_info(obs)
         terminated = bool(self.terminate_on_success and info["is_success"])
+        truncated = info["physics_diverged"]  # the episode ends rather than go on in a frozen or undone world
         if self.render_mode == "human":
             self.render()
-        return obs, reward, terminated, False, info
+        return obs, reward, terminated, truncated, info
 
     def compute_reward(self, achieved_goal, desired_goal, info=None):
         """Vectorized over leading axes: (..., goal) goals -> (...) float32 rewards (HER relabelling)."""
@@ -142,7 +148,18 @@ class RobotTaskEnv(gym.Env):
         return {"worlds": self.worlds.get_state(), "np_random": self.np_random.bit_generator.state}
 
     def set_state(self, state: dict) -> None:
-        self.worlds.set_state(state["worlds"])
+        """Restore a `get_state` of any env of the same configuration (any instance, any process); a state that does
+        not fit raises ValueError and changes nothing. Counts as a reset: ``step`` may follow."""
+        if not isinstance(state, dict) or set(state) != {"worlds", "np_random"}:
+            got = sorted(state) if isinstance(state, dict) else type(state).__name__
+            raise ValueError(f"state must be a dict from get_state() with keys ['np_random', 'worlds'], got {got}")
+        checked = self.worlds.check_state(state["worlds"])
+        generator = type(self.np_random.bit_generator)()
+        try:
+            generator.state = state["np_random"]  # validated on a spare generator first
+        except (TypeError, ValueError, KeyError) as exc:
+            raise ValueError(f"state['np_random'] is not a {type(generator).__name__} state: {exc}") from exc
+        self.worlds.set_state(checked)
         self.np_random.bit_generator.state = state["np_random"]
         self._has_reset = True
 
@@ -151,6 +168,6 @@ class RobotTaskEnv(gym.Env):
         return {k: v[0] for k, v in self.worlds.observations().items()}
 
     def _reward_and_info(self, obs) -> tuple[float, dict]:
-        reward, info = rewards_and_infos(self.worlds.task, obs, self.dense_reward)
-        info = {k: (bool(v) if k == "is_success" else float(v)) for k, v in info.items()}
+        reward, info = rewards_and_infos(self.worlds, obs, self.dense_reward)
+        info = {k: v.item() for k, v in info.items()}  # Python bool / int / float of world 0
         return float(reward), info

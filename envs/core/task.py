@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from superdex_gym.sim.validation import real_array
+
 
 class Task:
     name = "task"
@@ -45,6 +47,11 @@ class Task:
 
     def robot_home(self) -> np.ndarray:
         raise NotImplementedError
+
+    def escape_speed_m_s(self) -> float:
+        """The speed [m/s] above which a body could leave the arena (inf: the task has nothing that can); the
+        worlds undo a substep that leaves a body faster and truncate that episode."""
+        return float("inf")
 
     def sample_episode(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """(goal ``goal_shape``, object positions (objects, 3)); objects start upright (identity rotation)."""
@@ -93,8 +100,19 @@ class Task:
         return {"success": -(~self.is_success(achieved_goal, desired_goal)).astype(np.float64)}
 
     def compute_reward(self, achieved_goal, desired_goal, dense: bool) -> np.ndarray:
+        achieved_goal = self.checked_goals(achieved_goal, "achieved_goal")
+        desired_goal = self.checked_goals(desired_goal, "desired_goal")
         terms = list(self.reward_terms(achieved_goal, desired_goal, dense).values())
         return np.sum(terms, axis=0).astype(np.float32)
+
+    def checked_goals(self, goals, name: str) -> np.ndarray:
+        """(..., goal) finite real goals (a NaN goal would read as -1 or 0 with no success to match)."""
+        arr = real_array(goals, name)
+        if arr.ndim == 0 or arr.shape[-1] != self.goal_shape[0]:
+            raise ValueError(f"{name} must have shape (..., {self.goal_shape[0]}), got {arr.shape}")
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"{name} contains NaN or inf")
+        return np.asarray(goals)  # its own dtype: rewards of float32 goals are computed in float32, as in step()
 
     def goal_markers(self, goal: np.ndarray) -> list:
         """(position (3,), radius [m]) of each goal's marker sphere in pictures."""

@@ -16,6 +16,8 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from superdex_gym.sim.validation import as_bool, real_array
+
 from ..rendering.scene_view import SceneView, default_camera
 from .env import DEFAULT_ROBOT, goal_spaces, make_worlds, rewards_and_infos
 
@@ -34,8 +36,8 @@ class RobotTaskVectorEnv(VectorEnv):
             raise ValueError(f"max_episode_steps must be >= 1, got {max_episode_steps!r}")
         self.num_envs = int(num_envs)
         self.worlds = make_worlds(self.num_envs, robot, task, kwargs)
-        self.dense_reward = bool(dense_reward)
-        self.terminate_on_success = bool(terminate_on_success)
+        self.dense_reward = as_bool(dense_reward, "dense_reward")
+        self.terminate_on_success = as_bool(terminate_on_success, "terminate_on_success")
         self.max_episode_steps = int(max_episode_steps)
         self.render_mode = render_mode
         self.metadata = {**self.metadata, "render_fps": int(round(1.0 / self.worlds.config.control_dt))}
@@ -52,6 +54,8 @@ class RobotTaskVectorEnv(VectorEnv):
 
     # --- seeding -----------------------------------------------------------------------------------------------
     def _seed_worlds(self, seed, worlds):
+        if isinstance(seed, (bool, np.bool_, str, bytes)):
+            raise TypeError(f"seed must be None, an int or a list of num_envs ints, got {seed!r}")
         if seed is None:
             seeds = [None] * len(worlds)
         elif isinstance(seed, (int, np.integer)):
@@ -61,21 +65,35 @@ class RobotTaskVectorEnv(VectorEnv):
             if len(seeds) != self.num_envs:
                 raise ValueError(f"a seed list must have num_envs = {self.num_envs} entries, got {len(seeds)}")
             seeds = [seeds[int(i)] for i in worlds]
-        for i, s in zip(worlds, seeds):
-            self._rngs[int(i)] = seeding.np_random(s)[0]
+        generators = [seeding.np_random(s)[0] for s in seeds]  # all first: a bad seed changes no generator
+        for i, generator in zip(worlds, generators):
+            self._rngs[int(i)] = generator
 
     # --- VectorEnv API ---------------------------------------------------------------------------------------
     def reset(self, *, seed=None, options=None):
+        if options is not None and not isinstance(options, dict):
+            raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
         options = dict(options or {})
         mask = options.pop("reset_mask", None)
-        worlds = np.arange(self.num_envs) if mask is None else np.nonzero(np.asarray(mask, dtype=bool))[0]
         if options:
             raise ValueError(f"unknown vector reset options {sorted(options)}; supported: 'reset_mask'")
+        worlds = np.arange(self.num_envs) if mask is None else np.nonzero(self._checked_mask(mask))[0]
         self._seed_worlds(seed, worlds)
         self.reset_worlds(worlds)
         self._has_reset = True
         obs = self.worlds.observations()
         return obs, self._rewards_and_infos(obs)[1]
+
+    def _checked_mask(self, mask) -> np.ndarray:
+        """``options["reset_mask"]``: a bool array of shape (num_envs,), as Gymnasium's vector envs take it (a list
+        of indices like [0, 2] would otherwise be read as a mask)."""
+        arr = np.asarray(mask)
+        if arr.dtype != np.bool_:
+            raise TypeError(f"options['reset_mask'] must be a bool array of shape ({self.num_envs},), got dtype "
+                            f"{arr.dtype} ({mask!r})")
+        if arr.shape != (self.num_envs,):
+            raise ValueError(f"options['reset_mask'] must have shape ({self.num_envs},), got {arr.shape}")
+        return arr
 
     def reset_worlds(self, worlds: np.ndarray) -> None:
         """New episodes in ``worlds`` from their own generators, their step counters back to 0 (the SB3 adapter
@@ -87,7 +105,7 @@ class RobotTaskVectorEnv(VectorEnv):
     def step(self, actions):
         if not self._has_reset:
             raise RuntimeError("call reset() before step()")
-        actions = np.asarray(actions, dtype=np.float64)
+        actions = real_array(actions, "actions")
         if actions.shape != self.action_space.shape:
             raise ValueError(f"actions must have shape {self.action_space.shape}, got {actions.shape}")
         if not np.all(np.isfinite(actions)):
@@ -101,7 +119,7 @@ class RobotTaskVectorEnv(VectorEnv):
         self._elapsed += 1
         self._elapsed[resetting] = 0
         terminated = self.terminate_on_success & infos["is_success"]
-        truncated = self._elapsed >= self.max_episode_steps
+        truncated = (self._elapsed >= self.max_episode_steps) | infos["physics_diverged"]
         rewards[resetting] = 0.0
         terminated[resetting] = False
         truncated[resetting] = False
@@ -125,6 +143,6 @@ class RobotTaskVectorEnv(VectorEnv):
         return tuple(frames)
 
     def _rewards_and_infos(self, obs) -> tuple[np.ndarray, dict]:
-        rewards, infos = rewards_and_infos(self.worlds.task, obs, self.dense_reward)
+        rewards, infos = rewards_and_infos(self.worlds, obs, self.dense_reward)
         ok = np.ones(self.num_envs, dtype=bool)
         return rewards, {**infos, **{f"_{k}": ok for k in infos}}

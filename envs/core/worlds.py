@@ -9,9 +9,13 @@ solver settings, the template every reset starts from, the substep loop, the goa
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 import superdex_gym.sim as mochi
+
+from superdex_gym.sim.validation import real_array
 
 from .config import WorldConfig, finite_array
 
@@ -34,6 +38,9 @@ class RobotTaskWorlds:
         scene.set_num_worlds(self.num_worlds)
         robot.start_commands(self.num_worlds, home)
         self.goal = np.zeros((self.num_worlds, *task.goal_shape))
+        self.physics = physics_report(self.num_worlds)
+        self._dynamic = [a for a in scene.get_actors() if not a.is_static()]
+        self._escape_speed = task.escape_speed_m_s()
         robot_bounds = robot.observation_bounds()
         self._bounds = {**robot_bounds, **task.observation_bounds(robot_bounds)}
         missing = set(task.observation_layout) - set(self._bounds)
@@ -45,12 +52,13 @@ class RobotTaskWorlds:
         """Fresh episodes in ``worlds`` (K,), each sampled from its own generator ``rngs[k]``.
 
         ``options`` (single-world resets; the task's ``reset_options``) override the sampled values. Every option
-        is checked before anything changes (a bad one raises ValueError and leaves the world and its generator as
-        they were); the episode is always sampled, so an option leaves the generator's stream as it is."""
+        is checked (`check_options`) before anything changes (a bad one raises ValueError and leaves the world and
+        its generator as they were; the env checks them before it seeds, too); the episode is always sampled, so
+        an option leaves the generator's stream as it is."""
         worlds = np.asarray(worlds, dtype=np.int64)
         if worlds.size == 0:
             return
-        options = self._checked_options(worlds, options)
+        options = self.check_options(worlds, options)
         n = self.task.objects
         positions, quats = np.zeros((worlds.size, n, 3)), np.tile([0.0, 0.0, 0.0, 1.0], (worlds.size, n, 1))
         for k, rng in enumerate(rngs):
@@ -58,10 +66,15 @@ class RobotTaskWorlds:
         if options:
             self.task.apply_options(options, self.goal[worlds[0]], positions[0], quats[0])
         self.scene.restore_snapshot(self._template, worlds=worlds)
+        for value in self.physics.values():
+            value[worlds] = 0  # nothing stepped yet in the new episode
         self.robot.reset_commands(worlds)
         self.task.place_objects(self.scene, positions, quats, worlds)
 
-    def _checked_options(self, worlds: np.ndarray, options: dict | None) -> dict:
+    def check_options(self, worlds: np.ndarray, options: dict | None) -> dict:
+        """Reset ``options`` validated and parsed for `reset_worlds` (ValueError names the option)."""
+        if options is not None and not isinstance(options, dict):
+            raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
         options = dict(options or {})
         supported = self.task.reset_options
         unknown = set(options) - set(supported)
@@ -81,7 +94,7 @@ class RobotTaskWorlds:
     # --- actions -------------------------------------------------------------------------------------------------
     def apply_actions(self, actions: np.ndarray) -> None:
         """Validate and apply (W, action_dim) actions, then advance every world by one control step."""
-        actions = np.asarray(actions, dtype=np.float64)
+        actions = real_array(actions, "actions")
         if actions.shape != (self.num_worlds, self.robot.action_dim):
             raise ValueError(f"actions must have shape ({self.num_worlds}, {self.robot.action_dim}), "
                              f"got {actions.shape}")
@@ -90,10 +103,38 @@ class RobotTaskWorlds:
             raise ValueError(f"action contains NaN or inf (world {bad[0]}, component {bad[1]}); nothing was stepped")
         self.robot.begin_action(actions)
         n = self.config.substeps
+        report = physics_report(self.num_worlds)
         for j in range(1, n + 1):
             self.robot.drive(j / n)
-            self.scene.step(self.config.physics_dt)
+            self._guarded_step(report)
         self.robot.end_action()
+        self.physics = report
+
+    def _guarded_step(self, report: dict) -> None:
+        """One engine step; a world whose step moved a body past the middle of a static collider (tunnelling ratio
+        >= 1, sim/tunnelling.py) or left one faster than the task's escape speed (it could clear the walls) is put
+        back where the step started, so nothing passes through or over a wall, the table or the floor. Statuses,
+        ratios and undone steps are counted in ``report`` (the info keys of `physics_report`)."""
+        before = self.scene.snapshot()
+        with warnings.catch_warnings():  # reported per world in info instead
+            warnings.filterwarnings("ignore", message="a step of .* moved a body", category=RuntimeWarning)
+            warnings.filterwarnings("ignore", message="the Newton solve diverged", category=RuntimeWarning)
+            self.scene.step(self.config.physics_dt)
+        status = self.scene.get_world_status()
+        ratio = self.scene.get_tunnelling_ratio()
+        lin, _ = self.scene.get_actor_velocities(self._dynamic)
+        undo = (ratio >= 1.0) | (np.sqrt(np.max(np.einsum("wni,wni->wn", lin, lin), axis=1)) > self._escape_speed)
+        if np.any(undo):
+            self.scene.restore_snapshot(before, worlds=np.flatnonzero(undo))
+        report["solver_status"] = np.maximum(report["solver_status"], status)
+        report["stopped_substeps"] += status == mochi.ConvergenceStatus.STOPPED.value
+        report["diverged_substeps"] += status == mochi.ConvergenceStatus.DIVERGED.value
+        report["tunnelling_ratio"] = np.maximum(report["tunnelling_ratio"], ratio)
+        report["physics_diverged"] |= (status == mochi.ConvergenceStatus.DIVERGED.value) | undo
+
+    def physics_infos(self) -> dict:
+        """The last control step's `physics_report` (copies; zeros for worlds reset since)."""
+        return {k: v.copy() for k, v in self.physics.items()}
 
     # --- observations --------------------------------------------------------------------------------------------
     def observations(self) -> dict:
@@ -129,7 +170,38 @@ class RobotTaskWorlds:
     def get_state(self) -> dict:
         return {"scene": self.scene.snapshot(), "goal": self.goal.copy(), "robot": self.robot.get_state()}
 
+    def check_state(self, state) -> dict:
+        """A `get_state` checked against these worlds (ValueError naming the part that does not fit)."""
+        if not isinstance(state, dict) or set(state) != {"scene", "goal", "robot"}:
+            got = sorted(state) if isinstance(state, dict) else type(state).__name__
+            raise ValueError(f"state['worlds'] must have keys ['goal', 'robot', 'scene'], got {got}")
+        goal = real_array(state["goal"], "state['worlds']['goal']")
+        if goal.shape != self.goal.shape or not np.all(np.isfinite(goal)):
+            raise ValueError(f"state['worlds']['goal'] must be {self.goal.shape} finite numbers, got shape {goal.shape}")
+        self.scene.check_snapshot(state["scene"])
+        robot = self.robot.check_state(state["robot"])
+        return {"scene": state["scene"], "goal": goal, "robot": robot}
+
     def set_state(self, state: dict) -> None:
+        """Restore a state that passed `check_state`."""
         self.scene.restore_snapshot(state["scene"])
         self.goal = state["goal"].copy()
         self.robot.set_state(state["robot"])
+
+
+def physics_report(num_worlds: int) -> dict:
+    """Per-world physics of one control step, the env's info keys (zeros before the first step of an episode):
+
+    * ``solver_status``: the worst ``ConvergenceStatus`` value of its substeps (1 CONVERGED, 2 STOPPED: Newton hit
+      its iteration cap, 3 DIVERGED: the engine put the world's bodies back at the step start, at rest);
+    * ``stopped_substeps`` / ``diverged_substeps``: how many substeps ended STOPPED / DIVERGED;
+    * ``tunnelling_ratio``: the largest of its substeps (sim/tunnelling.py); a substep reaching 1 is undone, and
+      so is one that leaves a body faster than the task's escape speed;
+    * ``physics_diverged``: a substep diverged or was undone: the step's physics cannot be trusted, and the env
+      truncates the episode (instead of carrying on with a frozen world).
+    """
+    return {"solver_status": np.zeros(num_worlds, dtype=np.int64),
+            "stopped_substeps": np.zeros(num_worlds, dtype=np.int64),
+            "diverged_substeps": np.zeros(num_worlds, dtype=np.int64),
+            "tunnelling_ratio": np.zeros(num_worlds),
+            "physics_diverged": np.zeros(num_worlds, dtype=bool)}

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import superdex_gym.sim as mochi
+from superdex_gym.sim.validation import as_bool, real_array
 
 from ..core.config import V_MAX
 
@@ -94,10 +95,12 @@ class FloatingGripper:
     def make_config(block_gripper=True, gripper_max_force=50.0) -> GripperConfig:
         """The robot's ``gym.make`` kwargs: ``block_gripper`` (the finger command is ignored, as in Fetch) and
         ``gripper_max_force``, the cap [N] on each body's drive force (None: uncapped)."""
-        if gripper_max_force is not None and not (isinstance(gripper_max_force, (int, float, np.integer, np.floating))
-                                                  and np.isfinite(gripper_max_force) and gripper_max_force > 0):
+        if gripper_max_force is not None and (
+                isinstance(gripper_max_force, (bool, np.bool_))
+                or not (isinstance(gripper_max_force, (int, float, np.integer, np.floating))
+                        and np.isfinite(gripper_max_force) and gripper_max_force > 0)):
             raise ValueError(f"gripper_max_force must be None or a finite force > 0 [N], got {gripper_max_force!r}")
-        return GripperConfig(block_gripper=bool(block_gripper),
+        return GripperConfig(block_gripper=as_bool(block_gripper, "block_gripper"),
                              drive_max_force=None if gripper_max_force is None else float(gripper_max_force))
 
     def check_home(self, home: np.ndarray) -> None:
@@ -212,6 +215,19 @@ class FloatingGripper:
 
     def get_state(self) -> dict:
         return {"target": self._target.copy(), "opening": self._opening.copy()}
+
+    def check_state(self, state) -> dict:
+        """The commanded targets of a `get_state`, checked against this robot's worlds (ValueError otherwise)."""
+        if not isinstance(state, dict) or set(state) != {"target", "opening"}:
+            raise ValueError("state['worlds']['robot'] must have keys ['opening', 'target']")
+        out = {}
+        for key, ref in (("target", self._target), ("opening", self._opening)):
+            value = real_array(state[key], f"state['worlds']['robot']['{key}']")
+            if value.shape != ref.shape or not np.all(np.isfinite(value)):
+                raise ValueError(f"state['worlds']['robot']['{key}'] must be {ref.shape} finite numbers, got shape "
+                                 f"{value.shape}")
+            out[key] = value
+        return out
 
     def set_state(self, state: dict) -> None:
         self._target, self._opening = state["target"].copy(), state["opening"].copy()

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import superdex_gym.sim as mochi
+from superdex_gym.sim.validation import as_real, check_mass
 
 from ..core.config import V_MAX
 from ..core.task import Task, check_goals_reachable
@@ -34,7 +35,9 @@ class PushConfig:
     table_half_extents: tuple = (0.4, 0.4, 0.2)  # m; the top is at z = 0
     floor_depth_m: float = 0.4  # a floor plane below the table catches a pushed-off cube
     arena_half_m: float = 1.0  # walls around the floor keep everything within |x|, |y| < arena_half_m
-    wall_height_m: float = 1.0  # walls rise from the floor to floor + wall_height_m
+    # walls rise from the floor to floor + wall_height_m: 2.2 m above the table, so a body leaving the workspace
+    # (top 0.3 m) at up to the escape speed sqrt(2 g 1.9 m) = 6.1 m/s falls back inside (docs/reliability.md)
+    wall_height_m: float = 2.6
     cube_gripper_min_distance_m: float = 0.1  # in the table plane, from the gripper's home (FetchPush: 0.1 m)
     # Grip point at reset above the cube's centre height (FetchPush's gripper_extra_height; docs/envs_notes.md).
     gripper_extra_height_m: float = 0.0
@@ -56,6 +59,7 @@ class PushConfig:
             raise ValueError(f"cube_gripper_min_distance_m {self.cube_gripper_min_distance_m} leaves too little of "
                              f"the goal_range_m {self.goal_range_m} square to sample the cube from (at most 0.55 x "
                              "goal_range_m)")
+        check_mass(self.cube_mass_kg, "cube_mass")
         check_goals_reachable(self)
         return self
 
@@ -71,10 +75,11 @@ class PushTask(Task):
     @staticmethod
     def make_config(cube_size=0.04, cube_mass=0.064, friction=0.5, goal_range=0.3, distance_threshold=0.05,
                     gripper_extra_height=0.0, cube_gripper_min_distance=0.1) -> PushConfig:
-        return PushConfig(cube_size_m=float(cube_size), cube_mass_kg=float(cube_mass), friction=float(friction),
-                          goal_range_m=float(goal_range), distance_threshold_m=float(distance_threshold),
-                          cube_gripper_min_distance_m=float(cube_gripper_min_distance),
-                          gripper_extra_height_m=float(gripper_extra_height)).validate()
+        return PushConfig(cube_size_m=as_real(cube_size, "cube_size"), cube_mass_kg=as_real(cube_mass, "cube_mass"),
+                          friction=as_real(friction, "friction"), goal_range_m=as_real(goal_range, "goal_range"),
+                          distance_threshold_m=as_real(distance_threshold, "distance_threshold"),
+                          cube_gripper_min_distance_m=as_real(cube_gripper_min_distance, "cube_gripper_min_distance"),
+                          gripper_extra_height_m=as_real(gripper_extra_height, "gripper_extra_height")).validate()
 
     def __init__(self, config: PushConfig, robot):
         super().__init__(config, robot)
@@ -82,6 +87,14 @@ class PushTask(Task):
         self.marker_radius_m = self.half  # the goal's sphere in pictures: the cube's size
         # the cube is sampled at least cube_gripper_min_distance_m from the home: not on the closed fingers
         f = robot.config.finger_half_extents
+        if config.cube_size_m > robot.config.max_opening_m:
+            raise ValueError(f"cube_size {config.cube_size_m} m must be at most the gripper's opening "
+                             f"{robot.config.max_opening_m} m, so the cube can be grasped")
+        cap = robot.config.drive_max_force
+        if cap is not None and config.friction * config.cube_mass_kg * 9.8 >= cap:
+            raise ValueError(f"cube_mass {config.cube_mass_kg} kg is too heavy to push: its friction on the table "
+                             f"(friction x mass x 9.8 = {config.friction * config.cube_mass_kg * 9.8:.3g} N) must stay "
+                             f"below the gripper's drive force cap gripper_max_force = {cap} N")
         footprint = np.hypot(f[0], 2 * f[1]) + self.half * np.sqrt(2)
         if self.robot_home()[2] < 2 * self.half and config.cube_gripper_min_distance_m < footprint:
             raise ValueError(f"cube_gripper_min_distance_m {config.cube_gripper_min_distance_m} would let the cube "
@@ -151,6 +164,12 @@ class PushTask(Task):
         return {"cube": cube, "cube_rel_grip": cube - robot["grip"],
                 "cube_rotation": mochi.lie.log_so3(scene.get_actor_rotations([self.cube])[:, 0]),
                 "cube_velocity": np.clip(lin[:, 0], -V_MAX, V_MAX), "cube_spin": np.clip(ang[:, 0], -spin, spin)}
+
+    def escape_speed_m_s(self) -> float:
+        """The speed [m/s] a body may reach: leaving the workspace's top faster, it could clear the walls (the
+        worlds undo a substep that leaves any body faster and truncate the episode)."""
+        wall_top = self.config.wall_height_m - self.config.floor_depth_m
+        return float(np.sqrt(2 * 9.8 * (wall_top - self.robot.config.workspace_high[2])))
 
     def cube_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Inside the arena walls: |x|, |y| < arena_half, z between the floor and the workspace top plus the

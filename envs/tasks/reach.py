@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from superdex_gym.sim.validation import as_real
+
 from ..core.task import Task, check_goals_reachable
 from .arena import create_table
 
@@ -46,7 +48,8 @@ class ReachTask(Task):
 
     @staticmethod
     def make_config(goal_range=0.3, distance_threshold=0.05) -> ReachConfig:
-        return ReachConfig(goal_range_m=float(goal_range), distance_threshold_m=float(distance_threshold)).validate()
+        return ReachConfig(goal_range_m=as_real(goal_range, "goal_range"),
+                           distance_threshold_m=as_real(distance_threshold, "distance_threshold")).validate()
 
     def __init__(self, config: ReachConfig, robot):
         super().__init__(config, robot)

@@ -46,12 +46,16 @@ import numpy as np
 
 from .. import lie
 from ..contact.ramp import step_c1
+from ..jit import kernel_array
+from ..kernels import constraints as constraint_kernels
 from ..potentials.base import Coupling, PotentialTerms, StageContext
 from .params import ConstraintParams, check_damping, check_saturation, check_stiffness
 
 ALL_DOFS = (0, 1, 2, 3, 4, 5)
 TRANSLATION_DOFS = (0, 1, 2)
 ROTATION_DOFS = (3, 4, 5)
+
+_NO_HESSIAN = np.zeros((0, 0, 6, 6))  # the kernels' Hessian output when none is asked for (never written)
 
 # Tolerance on |R^T R - 1| and det(R) for rotation matrices handed to setters.
 _ROTATION_TOL = 1e-6
@@ -477,6 +481,38 @@ class RigidConstraintSet:
                 hess = hess + kin.curvature(lam)
         return ConstraintLocalTerms(energy, grad, hess)
 
+    def _values_kernel(self, com_position, rotation, world_rows, targets: dict, with_jacobian: bool):
+        """This type's value g (W, C, 3) and Jacobian J (W, C, 3, 6) from its kernel (sim/kernels/constraints.py),
+        or None for the types that have none yet (their numpy `_kinematics` runs instead)."""
+        return None
+
+    def _evaluate_kernel(self, ctx, com_position, rotation, want_hessian, terms) -> bool:
+        """Add this set's terms into ``terms`` with the kernels (Gauss-Newton Hessian); False when this type has
+        no kernel."""
+        if self.num_constrained_actors != 1:
+            return False
+        dt = float(ctx.stage_dt)
+        if not (np.isfinite(dt) and dt > 0.0):
+            raise ValueError(f"stage_dt must be positive and finite, got {ctx.stage_dt}")
+        worlds = self._worlds_of(com_position, ctx.world_index)
+        world_rows = np.arange(com_position.shape[0]) if worlds is None else worlds
+        com, rot = kernel_array(com_position), kernel_array(rotation)
+        current = self._values_kernel(com, rot, world_rows, self._targets, True)
+        if current is None:
+            return False
+        g, jac = current
+        damp = self.damping / dt  # d / dt_i
+        damped = bool(np.any(damp != 0.0))
+        g_old = g
+        if damped:  # the stage-start value is needed only by the damping term
+            g_old = self._values_kernel(kernel_array(ctx.com_position0), kernel_array(ctx.rotation0), world_rows,
+                                        self._old_targets, False)[0]
+        constraint_kernels.one_actor_compliance(
+            g, g_old, jac, kernel_array(self.actors[:, 0], np.int64), kernel_array(self.stiffness), damp,
+            kernel_array(self.saturation), damped, want_hessian, terms.energy, terms.gradient,
+            terms.hessian_diag if want_hessian else _NO_HESSIAN)
+        return True
+
     def _distinct_rows(self, slot: int) -> bool:
         rows = self.actors[:, slot]
         key = (slot, rows.tobytes())
@@ -498,6 +534,13 @@ class RigidConstraintSet:
             return terms
         if num_bodies != self.num_bodies:
             raise ValueError(f"poses have {num_bodies} actors but com_local has {self.num_bodies}; call set_com_local")
+        if not self.exact_hessian and self._evaluate_kernel(ctx, com_position, rotation, want_hessian, terms):
+            return terms
+        return self.evaluate_numpy(ctx, com_position, rotation, want_hessian, terms)
+
+    def evaluate_numpy(self, ctx, com_position, rotation, want_hessian, terms: PotentialTerms) -> PotentialTerms:
+        """`evaluate` through `local_terms` (numpy): the oracle of the kernel path, and the path of the types
+        without kernels and of ``exact_hessian`` (the FD tests' exact curvature)."""
         local = self.local_terms(ctx, com_position, rotation, want_hessian)
         terms.energy = terms.energy + local.energy.sum(axis=1)
         every_world = slice(None)

@@ -141,10 +141,6 @@ class JointRotationTrackingConstraints(RigidConstraintSet):
         """Target orientation of B relative to A, in A's local frame: (3, 3) or one per selected world."""
         self._assign_target("rotation", index, rotation_matrix, worlds, as_rotation_batch)
 
-    def set_target_rotation_vector(self, index: int, rotation_vector, worlds=None) -> None:
-        w = self._worlds(worlds)
-        self.set_target_rotation(index, lie.exp_so3(as_vector_batch(rotation_vector, w.size, "rotation_vector")), w)
-
     def _kinematics(self, com_position, rotation, targets, frozen, with_jacobian):
         _, r_a = self._gather(com_position, rotation, 0)
         _, r_b = self._gather(com_position, rotation, 1)

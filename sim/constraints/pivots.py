@@ -25,6 +25,8 @@ from types import MappingProxyType
 import numpy as np
 
 from .. import lie
+from ..jit import kernel_array
+from ..kernels import constraints as constraint_kernels
 from .base import (
     ALL_DOFS,
     ROTATION_DOFS,
@@ -42,6 +44,14 @@ from .params import (
     finite_vector3,
 )
 from .rotation_log import log_and_inverse_jacobian, log_hessian_contracted
+
+
+_NO_JACOBIAN = np.zeros((0, 0, 3, 6))  # the kernels' Jacobian output when none is asked for (never written)
+
+
+def _kernel_outputs(num_worlds: int, num_constraints: int, with_jacobian: bool):
+    g = np.empty((num_worlds, num_constraints, 3))
+    return g, (np.empty((num_worlds, num_constraints, 3, 6)) if with_jacobian else _NO_JACOBIAN)
 
 
 def _point_terms(g: np.ndarray, arm: np.ndarray, with_jacobian: bool) -> ConstraintKinematics:
@@ -76,14 +86,6 @@ class RigidPivotPositionConstraints(RigidConstraintSet):
         """position (3,) or one (3,) per selected world [m]."""
         self._assign_target("position", index, position, worlds, as_vector_batch)
 
-    def set_target_positions(self, positions) -> None:
-        """Every constraint's target at once: (W, C, 3) [m] (vectorized control)."""
-        positions = np.asarray(positions, dtype=np.float64)
-        if positions.shape != self._targets["position"].shape or not np.all(np.isfinite(positions)):
-            expected = self._targets["position"].shape
-            raise ValueError(f"positions must be finite with shape {expected}, got {positions.shape}")
-        self._targets["position"] = positions.copy()
-
     def target_position(self, index: int) -> np.ndarray:
         return self._targets["position"][:, int(self._index(index))].copy()
 
@@ -91,6 +93,14 @@ class RigidPivotPositionConstraints(RigidConstraintSet):
         c, r = self._gather(com_position, rotation, 0)
         arm = self._arm(r, self._data["local_position"], 0)
         return _point_terms(c + arm - targets["position"], arm, with_jacobian)
+
+    def _values_kernel(self, com_position, rotation, world_rows, targets, with_jacobian):
+        arm_local = self._data["local_position"] - self.com_local[self.actors[:, 0]]
+        g, jac = _kernel_outputs(com_position.shape[0], len(self), with_jacobian)
+        constraint_kernels.point_pivot_values(
+            com_position, rotation, kernel_array(self.actors[:, 0], np.int64), kernel_array(world_rows, np.int64),
+            kernel_array(arm_local), kernel_array(targets["position"]), with_jacobian, g, jac)
+        return g, (jac if with_jacobian else None)
 
     def guess_on_targets(self, ctx, guess_c: np.ndarray, guess_r: np.ndarray) -> np.ndarray:
         """Newton start for ``InitialGuess.CONSTANT_VELOCITY_AND_TARGETS``: every dynamic actor held by exactly one
@@ -162,10 +172,12 @@ class RigidPivotRotationConstraints(RigidConstraintSet):
         """World target rotation: (3, 3) or one per selected world."""
         self._assign_target("rotation", index, rotation_matrix, worlds, as_rotation_batch)
 
-    def set_target_rotation_vector(self, index: int, rotation_vector, worlds=None) -> None:
-        """World target as a rotation vector [rad]: (3,) or one per selected world."""
-        w = self._worlds(worlds)
-        self.set_target_rotation(index, lie.exp_so3(as_vector_batch(rotation_vector, w.size, "rotation_vector")), w)
+    def _values_kernel(self, com_position, rotation, world_rows, targets, with_jacobian):
+        g, jac = _kernel_outputs(rotation.shape[0], len(self), with_jacobian)
+        constraint_kernels.rotation_pivot_values(
+            rotation, kernel_array(self.actors[:, 0], np.int64), kernel_array(world_rows, np.int64),
+            kernel_array(self._data["local_rotation"]), kernel_array(targets["rotation"]), with_jacobian, g, jac)
+        return g, (jac if with_jacobian else None)
 
     def _kinematics(self, com_position, rotation, targets, frozen, with_jacobian):
         _, r = self._gather(com_position, rotation, 0)

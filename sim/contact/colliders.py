@@ -8,8 +8,8 @@ collider body's frame; for rigid actors the contact potential uses the frame cen
 build the collider in the shape's local frame and call ``translated(-com_local)``.
 
 For the broad phase every collider also gives a bounding primitive (``bound``): a sphere ``(centre, radius)``
-containing its zero level set, or for the plane the half-space itself. ``distance_lower_bound`` is 1-Lipschitz
-and never exceeds the true distance, so a sample whose bound is above the contact threshold cannot touch.
+containing its zero level set, or for the plane the half-space itself; the contact potential's broad phase
+bounds distances with it (sim/contact/potential.py).
 
 Collider types (``ColliderType``) resolve per shape kind as the reference does (``resolve_collider_type``):
 implicit sphere -> SPHERE, implicit plane -> PLANE (static actors only), triangle / tet mesh -> SDF.
@@ -28,7 +28,7 @@ import numpy as np
 from .grid_sdf import GridSdfCollider, build_grid_sdf, rigid_actor_sdf_padding
 from .mesh_distance import REGION_EDGE, REGION_VERTEX, check_triangle_mesh, signed_distance_to_mesh
 from .params import GridSdfParams
-from .sdf_values import SdfBound, SdfValues, as_points, lower_bound_from_bound
+from .sdf_values import SdfBound, SdfValues, as_points
 
 __all__ = [
     "ColliderType",
@@ -257,9 +257,6 @@ class PlaneCollider:
         phi, grad, _ = plane_sdf_components(y, _expand(self.normal, y.ndim - 1), self.distance_m)
         return SdfValues(phi, _last_axis(grad), np.zeros(y.shape[1:] + (3, 3)) if want_hessian else None)
 
-    def distance_lower_bound(self, points) -> np.ndarray:
-        return lower_bound_from_bound(self.bound, as_points(points))
-
 
 class SphereCollider:
     """phi(x) = |x - c| - r. At the centre itself the gradient is taken as +y and the Hessian as 0."""
@@ -280,9 +277,6 @@ class SphereCollider:
         y = _component_first(points)
         phi, grad, hess = sphere_sdf_components(y, _expand(self.center, y.ndim - 1), self.radius_m, want_hessian)
         return SdfValues(phi, _last_axis(grad), _last_axes(hess))
-
-    def distance_lower_bound(self, points) -> np.ndarray:
-        return lower_bound_from_bound(self.bound, as_points(points))
 
 
 class BoxCollider:
@@ -318,9 +312,6 @@ class BoxCollider:
         phi, grad, hess = box_sdf_components(y, _expand(self.center, k), _expand(self.half_extents_m, k), rot,
                                              want_hessian)
         return SdfValues(phi, _last_axis(grad), _last_axes(hess))
-
-    def distance_lower_bound(self, points) -> np.ndarray:
-        return lower_bound_from_bound(self.bound, as_points(points))
 
 
 class MeshCollider:
@@ -363,9 +354,6 @@ class MeshCollider:
             hess = np.where(on_surface[:, None, None], 0.0, sgn[:, None, None] * hess / safe[:, None, None])
             hess = hess.reshape(y.shape + (3,))
         return SdfValues(res.signed_distance.reshape(y.shape[:-1]), grad.reshape(y.shape), hess)
-
-    def distance_lower_bound(self, points) -> np.ndarray:
-        return lower_bound_from_bound(self.bound, as_points(points))
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -66,7 +66,7 @@ from .mesh_distance import (
     winding_number,
 )
 from .params import ContactParams, GridSdfParams, SdfResolutionMode
-from .sdf_values import SdfBound, SdfValues, as_points, lower_bound_from_bound
+from .sdf_values import SdfBound, SdfValues, as_points
 
 __all__ = ["GridSdfCollider", "build_grid_sdf", "rigid_actor_sdf_padding", "grid_sdf_resolution", "grid_sdf_band_width"]
 
@@ -115,9 +115,6 @@ class GridSdfCollider:
         off = np.asarray(offset, dtype=np.float64).reshape(3)
         neg = tuple(b + off for b in self.negative_value_bounds)
         return GridSdfCollider(self.values, self.bounds_min + off, self.bounds_max + off, neg, self.is_mesh_closed)
-
-    def distance_lower_bound(self, points) -> np.ndarray:
-        return lower_bound_from_bound(self.bound, as_points(points))
 
     def evaluate(self, points, want_hessian: bool = False) -> SdfValues:
         y = as_points(points)

@@ -48,18 +48,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..potentials.base import PotentialTerms, StageContext
+from ..jit import kernel_array
+from ..kernels import contact as contact_kernels
+from ..potentials.base import Coupling, Potential, PotentialTerms, StageContext
 from .params import ContactEvalConfig, ContactParams
 from .colliders import BoxCollider, PlaneCollider, SphereCollider, box_sdf_components, plane_sdf_components
 from .colliders import sphere_sdf_components
+from .grid_sdf import GridSdfCollider
 from .friction import alignment_gate_from_cosine, dissipation_energy_components, dissipation_normal_components
 from .penalty import PenaltyScalar, penalty_energy_components, penalty_scalar
+from .ramp import CoulombFrictionModel
 from .rigid_assembly import ContactRows, CouplingSlots, assemble_rigid_contact
 from .sdf_values import SdfBound
 
 __all__ = ["ContactSamples", "BodyCollider", "ContactPair", "ContactPoints", "ContactReport", "ContactPotential"]
 
 DEFAULT_BROAD_PHASE_MARGIN_M = 0.005  # slack on conservative bounds; covers grid interpolation error
+_NO_BLOCKS = np.zeros((0, 0, 6, 6))  # the kernel's Hessian / coupling output when none is asked for (never written)
 
 
 @dataclass(frozen=True)
@@ -160,7 +165,9 @@ def _bound_distance(is_half: np.ndarray, vec: np.ndarray, scalar: np.ndarray, y:
 
 # Collider kinds evaluated by the batched analytic kernels; anything else (grid SDF, exact mesh, user fields) is
 # GENERIC: its own evaluate() and its SdfBound for the per-sample broad phase.
-_PLANE, _SPHERE, _BOX, _GENERIC = 0, 1, 2, 3
+_PLANE, _SPHERE, _BOX, _GENERIC = contact_kernels.PLANE, contact_kernels.SPHERE, contact_kernels.BOX, 3
+_FRICTION_MODEL_CODE = {CoulombFrictionModel.C1_REGULARIZED: contact_kernels.C1_REGULARIZED,
+                        CoulombFrictionModel.CINF_REGULARIZED: contact_kernels.CINF_REGULARIZED}
 
 
 def _collider_kind(collider) -> int:
@@ -174,7 +181,16 @@ def _collider_kind(collider) -> int:
     return _GENERIC
 
 
-class ContactPotential:
+def _kernel_kind(collider) -> int:
+    """The contact kernel's code for a collider (exact types), -1 for those it does not evaluate (exact mesh
+    distance, user fields)."""
+    kind = _collider_kind(collider)
+    if kind != _GENERIC:
+        return kind
+    return contact_kernels.GRID if type(collider) is GridSdfCollider else -1
+
+
+class ContactPotential(Potential):
     """Penalty + dissipation contact of rigid bodies, for the Newton solver (``Potential`` interface)."""
 
     def __init__(
@@ -362,12 +378,75 @@ class ContactPotential:
             slot_of_pair=self._slot,
             flip_of_pair=self._slot_flip,
         )
+        self._init_kernel_arrays()
+
+    def _init_kernel_arrays(self) -> None:
+        """The frozen arrays of the contact kernel (sim/kernels/contact.py) and whether this potential's
+        configuration is in its scope: analytic and grid-SDF colliders, current-geometry dissipation, Gauss-Newton
+        Hessian. Other configurations (exact mesh distance, user fields, the two test modes) evaluate with numpy
+        (`evaluate_numpy`), decided here once."""
+        cfg = self.config
+        kernel_kind = np.array([_kernel_kind(c) for c in self._colliders], dtype=np.int64).reshape(-1)
+        self.uses_kernel = bool(not cfg.explicit_normals and not cfg.exact_geometric_hessian
+                                and np.all(kernel_kind >= 0))
+        if not self.uses_kernel:
+            return
+        grids = [c if kernel_kind[i] == contact_kernels.GRID else None for i, c in enumerate(self._colliders)]
+        sizes = [0 if g is None else g.values.size for g in grids]
+        grid_start = np.cumsum([0] + sizes[:-1]).astype(np.int64)
+
+        def per_grid(attr, default):
+            return np.array([default if g is None else getattr(g, attr) for g in grids], dtype=np.float64).reshape(-1, 3)
+        ka = kernel_array
+        self._kernel_samples = contact_kernels.ContactSampleArrays(
+            points=ka(self._pts), normals=ka(self._nrm), weights=ka(self._wts), start=ka(self._start, np.int64),
+            count=ka(self._count, np.int64))
+        self._kernel_pairs = contact_kernels.ContactPairArrays(
+            colliding=ka(self._pa, np.int64), collider=ka(self._pb, np.int64), collider_index=ka(self._pc, np.int64),
+            k=ka(self._k), eps=ka(self._eps), delta=ka(self._delta), mu=ka(self._mu), c_t=ka(self._ct),
+            c_n=ka(self._cn), falloff_vel=ka(self._vf), max_alignment=ka(self._m),
+            use_collider_normal=ka(self._fwcn, np.bool_), dissipative=ka(self._dissipative, np.bool_),
+            reach=ka(self._reach), sphere_center=ka(self._p_sphere_c.T), sphere_radius=ka(self._p_sphere_r),
+            bound_is_half=ka(self._p_is_half, np.bool_), bound_vector=ka(self._p_vec.T),
+            bound_scalar=ka(self._p_scalar), slot=ka(self._slot, np.int64), flip=ka(self._slot_flip, np.bool_))
+        self._kernel_colliders = contact_kernels.ContactColliderArrays(
+            kind=kernel_kind, center=ka(self._c_center.T), half_extents=ka(self._c_box_half.T),
+            rotation=ka(np.moveaxis(self._c_rot, 2, 0)), radius=ka(self._c_radius), normal=ka(self._c_normal.T),
+            offset=ka(self._c_offset),
+            grid_values=ka(np.concatenate([np.zeros(0)] + [g.values.ravel() for g in grids if g is not None])),
+            grid_start=grid_start, grid_dims=per_grid("dims", (2, 2, 2)).astype(np.int64),
+            grid_min=per_grid("bounds_min", (0.0, 0.0, 0.0)), grid_max=per_grid("bounds_max", (1.0, 1.0, 1.0)),
+            grid_cell=per_grid("cell_m", (1.0, 1.0, 1.0)))
 
     # -- public API --------------------------------------------------------------------------------------------
 
     def evaluate(
         self, ctx: StageContext, com_position: np.ndarray, rotation: np.ndarray, want_hessian: bool
     ) -> PotentialTerms:
+        if not self.uses_kernel:
+            return self.evaluate_numpy(ctx, com_position, rotation, want_hessian)
+        com, rot, com0, rot0 = self._check_state(ctx, com_position, rotation)
+        num_worlds = com.shape[0]
+        terms = PotentialTerms.zeros(num_worlds, self.num_bodies, want_hessian)
+        slots = self._coupling_slots
+        num_slots = slots.body_a.shape[0]
+        block = np.zeros((num_worlds, num_slots, 6, 6)) if want_hessian and num_slots else _NO_BLOCKS
+        cfg = self.config
+        coupled = contact_kernels.contact_terms(
+            *self._kernel_samples, *self._kernel_pairs, *self._kernel_colliders, kernel_array(com), kernel_array(rot),
+            kernel_array(com0), kernel_array(rot0), float(ctx.stage_dt), _FRICTION_MODEL_CODE[cfg.friction_model],
+            bool(cfg.fade_friction), bool(cfg.implicit_normal_force_for_dissipation),
+            bool(cfg.fitted_friction_hessian), bool(want_hessian), terms.energy, terms.gradient,
+            terms.hessian_diag if want_hessian else _NO_BLOCKS, block)
+        if coupled:  # without coupled rows the Newton system stays block-diagonal (as in assemble_rigid_contact)
+            terms.couplings.append(Coupling(slots.body_a.copy(), slots.body_b.copy(), block))
+        return terms
+
+    def evaluate_numpy(
+        self, ctx: StageContext, com_position: np.ndarray, rotation: np.ndarray, want_hessian: bool
+    ) -> PotentialTerms:
+        """The numpy evaluation: the kernel's oracle, and the path of the configurations outside its scope
+        (`uses_kernel`)."""
         rows = self._rows(ctx, com_position, rotation, want_hessian)
         num_worlds = np.shape(com_position)[0]
         return assemble_rigid_contact(rows, num_worlds, self.num_bodies, self._coupling_slots, want_hessian)

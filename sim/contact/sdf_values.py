@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["SdfValues", "SdfBound", "as_points", "lower_bound_from_bound"]
+__all__ = ["SdfValues", "SdfBound", "as_points"]
 
 
 class SdfValues(NamedTuple):
@@ -30,9 +30,3 @@ def as_points(points) -> np.ndarray:
         raise ValueError(f"query points must have shape (..., 3), got {y.shape}")
     return y
 
-
-def lower_bound_from_bound(bound: SdfBound, points: np.ndarray) -> np.ndarray:
-    """1-Lipschitz lower bound of the distance: n . x - d for a half-space, |x - c| - r for a sphere."""
-    if bound.is_halfspace:
-        return points @ bound.vector - bound.scalar
-    return np.linalg.norm(points - bound.vector, axis=-1) - bound.scalar

@@ -21,8 +21,6 @@ Shapes (W worlds, N actors in the model, static actors included; static rows are
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
-
 import numpy as np
 
 
@@ -77,11 +75,51 @@ class StageContext:
     world_index: np.ndarray | None = None
 
 
-class Potential(Protocol):
-    """One physical effect. ``evaluate`` must be vectorized over worlds and bodies (no Python loop over either)."""
+class Potential:
+    """One physical effect, and the extension protocol of the engine (docs/engine.md, "Extension protocol").
 
+    Subclasses implement ``evaluate``; every other method is a hook with a no-op default, called by the engine
+    at the point its docstring names. ``evaluate`` must be vectorized over worlds and bodies (no Python loop over
+    either). Add one to a scene with ``scene.add_potential``.
+    """
+
+    # --- per stage (sim/pipeline.py, sim/newton.py) ------------------------------------------------------------
     def evaluate(
         self, ctx: StageContext, com_position: np.ndarray, rotation: np.ndarray, want_hessian: bool
     ) -> PotentialTerms:
         """Energy, gradient and Hessian at the iterate (com_position (W, N, 3), rotation (W, N, 3, 3))."""
-        ...
+        raise NotImplementedError(f"{type(self).__name__} must implement evaluate()")
+
+    def is_active(self, ctx: StageContext) -> bool:
+        """False when the potential contributes nothing this stage: the solver then skips ``evaluate``."""
+        return True
+
+    def refine_guess(self, ctx: StageContext, guess_c: np.ndarray, guess_r: np.ndarray) -> np.ndarray:
+        """The Newton start's centres of mass (W, N, 3) under ``InitialGuess.CONSTANT_VELOCITY_AND_TARGETS``;
+        potentials that know where bodies are driven move them there. Only the start changes, not the solution."""
+        return guess_c
+
+    # --- per step (Scene.step) ----------------------------------------------------------------------------------
+    def before_step(self, scene) -> None:
+        """Before the step's solves; nothing can change the scene until ``after_solves``."""
+
+    def after_solves(self, scene) -> None:
+        """After the step's solves, also when they raised."""
+
+    def after_step(self, scene, report) -> None:
+        """After a completed step, with its ``pipeline.StepReport`` (queries read ``report.last_stages``)."""
+
+    # --- scene changes (Scene, sim/state_io.py) -----------------------------------------------------------------
+    def on_actor_destroyed(self, actor, row: int) -> None:
+        """Before ``actor`` (model row ``row``) leaves the scene; the model still holds it."""
+
+    def on_num_worlds_changed(self, num_worlds: int) -> None:
+        """After ``scene.set_num_worlds``: world 0 was replicated; replicate per-world data the same way."""
+
+    def capture(self):
+        """Per-world data a state capture must keep (nested dicts / lists of arrays and scalars), or None."""
+        return None
+
+    def restore(self, data, worlds=None, source_worlds=None) -> None:
+        """Restore what ``capture`` returned: every world (``worlds`` None) or ``worlds`` from the capture's
+        ``source_worlds``. Only called with data that is not None."""

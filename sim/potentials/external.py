@@ -13,12 +13,24 @@ from __future__ import annotations
 import numpy as np
 
 from .. import lie
-from .base import PotentialTerms, StageContext
-from .inertia import project_psd_3x3
+from ..jit import kernel_array
+from ..kernels import inertia as kernels
+from ..kernels import loads as load_kernels
+from .base import Potential, PotentialTerms, StageContext
+from .inertia import _NO_HESSIAN, project_psd_3x3
 
 
-class Gravity:
+class Gravity(Potential):
     def evaluate(self, ctx: StageContext, com_position, rotation, want_hessian):
+        arrays = ctx.model.bodies.kernel_arrays
+        num_worlds, num_bodies = com_position.shape[:2]
+        terms = PotentialTerms.zeros(num_worlds, num_bodies, want_hessian)
+        kernels.gravity(arrays.mass, arrays.is_static, arrays.has_gravity, kernel_array(ctx.gravity),
+                        kernel_array(com_position), terms.energy, terms.gradient)
+        return terms
+
+    def evaluate_numpy(self, ctx: StageContext, com_position, rotation, want_hessian):
+        """The numpy oracle of `evaluate` (tests compare them)."""
         bodies = ctx.model.bodies
         num_worlds, num_bodies = com_position.shape[:2]
         terms = PotentialTerms.zeros(num_worlds, num_bodies, want_hessian)
@@ -29,12 +41,20 @@ class Gravity:
         return terms
 
 
-class DofLoads:
-    @staticmethod
-    def is_active(ctx: StageContext) -> bool:
+class DofLoads(Potential):
+    def is_active(self, ctx: StageContext) -> bool:
         return bool(np.any(ctx.external_force))
 
     def evaluate(self, ctx: StageContext, com_position, rotation, want_hessian):
+        num_worlds, num_bodies = com_position.shape[:2]
+        terms = PotentialTerms.zeros(num_worlds, num_bodies, want_hessian)
+        load_kernels.dof_loads(ctx.model.bodies.kernel_arrays.is_static, kernel_array(ctx.external_force),
+                               kernel_array(com_position), kernel_array(rotation), kernel_array(ctx.rotation0),
+                               terms.energy, terms.gradient)
+        return terms
+
+    def evaluate_numpy(self, ctx: StageContext, com_position, rotation, want_hessian):
+        """The numpy oracle of `evaluate` (tests compare them)."""
         num_worlds, num_bodies = com_position.shape[:2]
         terms = PotentialTerms.zeros(num_worlds, num_bodies, want_hessian)
         load = np.where(ctx.model.bodies.is_static[None, :, None], 0.0, ctx.external_force)
@@ -48,12 +68,23 @@ class DofLoads:
         return terms
 
 
-class OffsetForces:
-    @staticmethod
-    def is_active(ctx: StageContext) -> bool:
+class OffsetForces(Potential):
+    def is_active(self, ctx: StageContext) -> bool:
         return ctx.offset_force is not None
 
     def evaluate(self, ctx: StageContext, com_position, rotation, want_hessian):
+        num_worlds, num_bodies = com_position.shape[:2]
+        terms = PotentialTerms.zeros(num_worlds, num_bodies, want_hessian)
+        if ctx.offset_force is None:
+            return terms
+        load_kernels.offset_forces(
+            ctx.model.bodies.kernel_arrays.is_static, kernel_array(ctx.offset_force), kernel_array(ctx.offset_local),
+            kernel_array(com_position), kernel_array(rotation), want_hessian, bool(ctx.psd_project), terms.energy,
+            terms.gradient, terms.hessian_diag if want_hessian else _NO_HESSIAN)
+        return terms
+
+    def evaluate_numpy(self, ctx: StageContext, com_position, rotation, want_hessian):
+        """The numpy oracle of `evaluate` (tests compare them)."""
         num_worlds, num_bodies = com_position.shape[:2]
         terms = PotentialTerms.zeros(num_worlds, num_bodies, want_hessian)
         if ctx.offset_force is None:

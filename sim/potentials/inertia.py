@@ -15,7 +15,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import lie
-from .base import PotentialTerms, StageContext
+from ..jit import kernel_array
+from ..kernels import inertia as kernels
+from ..kernels import loads as load_kernels
+from .base import Potential, PotentialTerms, StageContext
 
 
 def project_psd_3x3(h: np.ndarray) -> np.ndarray:
@@ -36,13 +39,19 @@ def project_psd_3x3(h: np.ndarray) -> np.ndarray:
     return out
 
 
-def rotation_predictor(ctx: StageContext) -> np.ndarray:
-    """R~ = R0 + dt_i (skew(omega0) + S0) R0, (W, N, 3, 3)."""
-    return ctx.rotation0 + ctx.stage_dt * ((lie.skew(ctx.angular_velocity0) + ctx.velocity_sym0) @ ctx.rotation0)
-
-
-class TranslationalInertia:
+class TranslationalInertia(Potential):
     def evaluate(self, ctx: StageContext, com_position, rotation, want_hessian):
+        arrays = ctx.model.bodies.kernel_arrays
+        num_worlds, num_bodies = com_position.shape[:2]
+        terms = PotentialTerms.zeros(num_worlds, num_bodies, want_hessian)
+        kernels.translational_inertia(
+            arrays.mass, arrays.is_static, float(ctx.stage_dt), kernel_array(com_position),
+            kernel_array(ctx.com_position0), kernel_array(ctx.linear_velocity0), want_hessian, terms.energy,
+            terms.gradient, _hessian_out(terms))
+        return terms
+
+    def evaluate_numpy(self, ctx: StageContext, com_position, rotation, want_hessian):
+        """The numpy oracle of `evaluate` (tests compare them)."""
         bodies = ctx.model.bodies
         dyn = ~bodies.is_static
         num_worlds, num_bodies = com_position.shape[:2]
@@ -59,10 +68,21 @@ class TranslationalInertia:
         return terms
 
 
-class RotationalInertia:
+class RotationalInertia(Potential):
     """The default incremental potential; bodies with the Newton-Euler flag are skipped (see NewtonEulerInertia)."""
 
     def evaluate(self, ctx: StageContext, com_position, rotation, want_hessian):
+        arrays = ctx.model.bodies.kernel_arrays
+        num_worlds, num_bodies = com_position.shape[:2]
+        terms = PotentialTerms.zeros(num_worlds, num_bodies, want_hessian)
+        kernels.rotational_inertia(
+            arrays.second_moment, arrays.rotational_inertia, float(ctx.stage_dt), kernel_array(rotation),
+            kernel_array(ctx.rotation0), kernel_array(ctx.angular_velocity0), kernel_array(ctx.velocity_sym0),
+            want_hessian, bool(ctx.psd_project), terms.energy, terms.gradient, _hessian_out(terms))
+        return terms
+
+    def evaluate_numpy(self, ctx: StageContext, com_position, rotation, want_hessian):
+        """The numpy oracle of `evaluate` (tests compare them)."""
         bodies = ctx.model.bodies
         active = ~bodies.is_static & ~bodies.newton_euler
         num_worlds, num_bodies = com_position.shape[:2]
@@ -92,18 +112,28 @@ class RotationalInertia:
         return terms
 
 
-class NewtonEulerInertia:
+class NewtonEulerInertia(Potential):
     """Experimental Newton-Euler residual for bodies flagged with ``enable_newton_euler_inertia``.
 
     Not derived from a potential: the gradient slot carries the residual and ``energy`` is the merit
     1/2 dw^T M dw (digest 2.5), used only by energy-based line searches.
     """
 
-    @staticmethod
-    def is_active(ctx: StageContext) -> bool:
+    def is_active(self, ctx: StageContext) -> bool:
         return bool(np.any(ctx.model.bodies.newton_euler))
 
     def evaluate(self, ctx: StageContext, com_position, rotation, want_hessian):
+        arrays = ctx.model.bodies.kernel_arrays
+        num_worlds, num_bodies = com_position.shape[:2]
+        terms = PotentialTerms.zeros(num_worlds, num_bodies, want_hessian)
+        load_kernels.newton_euler_inertia(
+            arrays.inertia, arrays.newton_euler, float(ctx.stage_dt), kernel_array(rotation),
+            kernel_array(ctx.rotation0), kernel_array(ctx.angular_velocity0), want_hessian, terms.energy,
+            terms.gradient, _hessian_out(terms))
+        return terms
+
+    def evaluate_numpy(self, ctx: StageContext, com_position, rotation, want_hessian):
+        """The numpy oracle of `evaluate` (tests compare them)."""
         bodies = ctx.model.bodies
         active = ~bodies.is_static & bodies.newton_euler
         num_worlds, num_bodies = com_position.shape[:2]
@@ -122,3 +152,10 @@ class NewtonEulerInertia:
         if want_hessian:
             terms.hessian_diag[..., 3:, 3:] = m_world / ctx.stage_dt**2
         return terms
+
+
+_NO_HESSIAN = np.zeros((0, 0, 6, 6))  # the kernels' Hessian output when none is asked for (never written)
+
+
+def _hessian_out(terms: PotentialTerms) -> np.ndarray:
+    return _NO_HESSIAN if terms.hessian_diag is None else terms.hessian_diag

@@ -1,0 +1,75 @@
+"""The engine's one place for numba: compile options, the cache location, and array normalization for kernels.
+
+Kernels are ``@kernel`` functions (``numba.njit`` with ``cache=True``), compiled on first use and loaded from the
+on-disk cache afterwards. The cache goes where numba puts it (``__pycache__`` beside the source, else numba's
+user-wide cache directory); when neither is writable (a read-only install under a read-only home), this module
+sets ``NUMBA_CACHE_DIR`` to a per-user temporary directory before numba is imported, so a kernel never fails
+to cache. ``NUMBA_CACHE_DIR`` set by the user always wins.
+
+Kernel arguments go through `kernel_array`: float64 (or the given dtype), C-contiguous and writable. numba
+compiles one specialization per array layout and per read-only flag, so a read-only or strided input would
+trigger a fresh multi-second compile mid-run (measured: 10 s in the issue-12 prototype).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+
+def _writable_dir(path: Path) -> bool:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(path, os.W_OK | os.X_OK)
+
+
+def _user_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "numba"
+
+
+def _choose_cache_dir() -> str | None:
+    """The NUMBA_CACHE_DIR to set, or None when numba's own locations work (or the user chose one)."""
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return None
+    here = Path(__file__).resolve().parent
+    if _writable_dir(here / "kernels" / "__pycache__") or _writable_dir(_user_cache_dir()):
+        return None
+    return str(Path(tempfile.gettempdir()) / f"superdex_gym-numba-{os.getuid() if hasattr(os, 'getuid') else 0}")
+
+
+_fallback = _choose_cache_dir()
+if _fallback is not None:
+    os.environ["NUMBA_CACHE_DIR"] = _fallback
+    if "numba" in sys.modules:  # imported before us: make its config see the directory
+        from numba.core import config as _numba_config
+
+        _numba_config.reload_config()
+
+import numba  # noqa: E402  (after the cache directory is settled)
+
+# fastmath off: kernels must reproduce the numpy oracles to round-off and be deterministic across runs.
+_OPTIONS = dict(cache=True, nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
+
+
+def kernel(fn=None, **options):
+    """``numba.njit`` with the engine's options (``cache=True``, no fastmath, numpy error model)."""
+    opts = {**_OPTIONS, **options}
+    if fn is None:
+        return lambda f: numba.njit(**opts)(f)
+    return numba.njit(**opts)(fn)
+
+
+def kernel_array(value, dtype=np.float64) -> np.ndarray:
+    """``value`` as a C-contiguous, writable array of ``dtype`` (a copy only when it is not one already)."""
+    if type(value) is np.ndarray and value.dtype == dtype:  # the usual case, without np.require's ~7 us
+        flags = value.flags
+        if flags.c_contiguous and flags.writeable and flags.aligned:
+            return value
+    return np.require(value, dtype=dtype, requirements=("C", "W", "A"))

@@ -1,0 +1,144 @@
+"""Pivot constraint kernels: per-constraint values and Jacobians of the pivot types, and the compliant-energy
+assembly shared by every one-actor type (sim/constraints/base.py has the formulas; its numpy `local_terms` is
+the oracle). Worlds are the outer loop; ``world_rows`` (W,) maps the evaluated worlds to the rows of the
+per-world target arrays (the batch indices of ``ctx.world_index``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..jit import kernel
+from .so3 import so3_log
+
+_SERIES_ANGLE = 0.3  # rotation_log._SERIES_ANGLE: beta by its series below it
+
+
+@kernel
+def log_inverse_jacobian(phi, out):
+    """Jl^{-1}(phi) = 1 - K/2 + beta K^2, K = skew(phi), beta(t) = 1/t^2 - cot(t/2)/(2t) (series below 0.3)."""
+    t2 = phi[0] * phi[0] + phi[1] * phi[1] + phi[2] * phi[2]
+    angle = np.sqrt(t2)
+    if angle < _SERIES_ANGLE:
+        beta = 1.0 / 12.0 + t2 * (1.0 / 720.0 + t2 * (1.0 / 30240.0 + t2 * (1.0 / 1209600.0 + t2 / 47900160.0)))
+    else:
+        half = 0.5 * angle
+        beta = 1.0 / (angle * angle) - (np.cos(half) / np.sin(half)) / (2.0 * angle)
+    x, y, z = phi[0], phi[1], phi[2]
+    # K = [[0, -z, y], [z, 0, -x], [-y, x, 0]]; K^2 = phi phi^T - t^2 1
+    out[0, 0] = 1.0 + beta * (x * x - t2)
+    out[0, 1] = 0.5 * z + beta * (x * y)
+    out[0, 2] = -0.5 * y + beta * (x * z)
+    out[1, 0] = -0.5 * z + beta * (y * x)
+    out[1, 1] = 1.0 + beta * (y * y - t2)
+    out[1, 2] = 0.5 * x + beta * (y * z)
+    out[2, 0] = 0.5 * y + beta * (z * x)
+    out[2, 1] = -0.5 * x + beta * (z * y)
+    out[2, 2] = 1.0 + beta * (z * z - t2)
+
+
+@kernel
+def point_pivot_values(com, rot, actors, world_rows, arm_local, target, with_jacobian, g_out, jac_out):
+    """RigidPivotPosition: g = c + R r - p_hat, J = [1, -skew(R r)] (r = x_local - com_local, (C, 3))."""
+    for w in range(com.shape[0]):
+        tw = world_rows[w]
+        for c in range(actors.shape[0]):
+            n = actors[c]
+            a = np.empty(3)
+            for i in range(3):
+                a[i] = rot[w, n, i, 0] * arm_local[c, 0] + rot[w, n, i, 1] * arm_local[c, 1] \
+                    + rot[w, n, i, 2] * arm_local[c, 2]
+                g_out[w, c, i] = com[w, n, i] + a[i] - target[tw, c, i]
+            if with_jacobian:
+                for i in range(3):
+                    for j in range(6):
+                        jac_out[w, c, i, j] = 0.0
+                    jac_out[w, c, i, i] = 1.0
+                # -skew(a) = [[0, a2, -a1], [-a2, 0, a0], [a1, -a0, 0]]
+                jac_out[w, c, 0, 4] = a[2]
+                jac_out[w, c, 0, 5] = -a[1]
+                jac_out[w, c, 1, 3] = -a[2]
+                jac_out[w, c, 1, 5] = a[0]
+                jac_out[w, c, 2, 3] = a[1]
+                jac_out[w, c, 2, 4] = -a[0]
+
+
+@kernel
+def rotation_pivot_values(rot, actors, world_rows, local_rotation, target, with_jacobian, g_out, jac_out):
+    """RigidPivotRotation: g = Log(R R_l R_hat^T), J = [0, Jl^{-1}(g)]."""
+    m = np.empty((3, 3))
+    rl = np.empty((3, 3))
+    phi = np.empty(3)
+    jinv = np.empty((3, 3))
+    for w in range(rot.shape[0]):
+        tw = world_rows[w]
+        for c in range(actors.shape[0]):
+            n = actors[c]
+            for i in range(3):
+                for j in range(3):
+                    rl[i, j] = rot[w, n, i, 0] * local_rotation[c, 0, j] + rot[w, n, i, 1] * local_rotation[c, 1, j] \
+                        + rot[w, n, i, 2] * local_rotation[c, 2, j]
+            for i in range(3):
+                for j in range(3):
+                    m[i, j] = rl[i, 0] * target[tw, c, j, 0] + rl[i, 1] * target[tw, c, j, 1] \
+                        + rl[i, 2] * target[tw, c, j, 2]
+            so3_log(m, phi)
+            for i in range(3):
+                g_out[w, c, i] = phi[i]
+            if with_jacobian:
+                log_inverse_jacobian(phi, jinv)
+                for i in range(3):
+                    for j in range(3):
+                        jac_out[w, c, i, j] = 0.0
+                        jac_out[w, c, i, 3 + j] = jinv[i, j]
+
+
+@kernel
+def one_actor_compliance(g, g_old, jac, actors, stiffness, damping_over_dt, saturation, damped, want_hessian,
+                         energy_out, grad_out, hess_out):
+    """Add Phi = U(g) + d/(2 dt) |g - g_old|^2 of every constraint into energy_out (W,), grad_out (W, N, 6) and
+    the Gauss-Newton Hessian (kappa + d/dt) J^T J into hess_out (W, N, 6, 6) (module docstring of base.py):
+    U = k/2 |g|^2, or k gbar rho(|g|) with the IPCstepC1 ramp of width gbar when saturation gbar > 0."""
+    lam = np.empty(3)
+    for w in range(g.shape[0]):
+        e = 0.0
+        for c in range(actors.shape[0]):
+            k = stiffness[c]
+            d = damping_over_dt[c]
+            gbar = saturation[c]
+            norm2 = g[w, c, 0] * g[w, c, 0] + g[w, c, 1] * g[w, c, 1] + g[w, c, 2] * g[w, c, 2]
+            finite = np.isfinite(norm2)
+            dissipation = 0.0
+            if damped:
+                dg2 = 0.0
+                for i in range(3):
+                    dgi = g[w, c, i] - g_old[w, c, i]
+                    dg2 += dgi * dgi
+                dissipation = 0.5 * d * dg2
+            if gbar > 0.0:  # step_c1(|g|, gbar): value x r (1 - r/3) / x - t/3, rho'/x = (2 - r)/t / 1/x
+                x = np.sqrt(norm2) if finite else 0.0
+                r = x / gbar
+                max_force = k * gbar
+                if x >= gbar:
+                    elastic = max_force * (x - gbar / 3.0)
+                    kappa = max_force * (1.0 / x if x > 0.0 else 0.0)
+                else:
+                    elastic = max_force * (x * r * (1.0 - r / 3.0))
+                    kappa = max_force * ((2.0 - r) / gbar)
+            else:
+                elastic = 0.5 * k * norm2
+                kappa = k
+            e += (elastic + dissipation) if finite else np.nan
+            for i in range(3):
+                lam[i] = kappa * g[w, c, i]
+                if damped:
+                    lam[i] += d * (g[w, c, i] - g_old[w, c, i])
+            n = actors[c]
+            for j in range(6):
+                grad_out[w, n, j] += jac[w, c, 0, j] * lam[0] + jac[w, c, 1, j] * lam[1] + jac[w, c, 2, j] * lam[2]
+            if want_hessian:
+                s = kappa + d
+                for i in range(6):
+                    for j in range(6):
+                        hess_out[w, n, i, j] += s * (jac[w, c, 0, i] * jac[w, c, 0, j] + jac[w, c, 1, i] * jac[w, c, 1, j]
+                                                     + jac[w, c, 2, i] * jac[w, c, 2, j])
+        energy_out[w] += e

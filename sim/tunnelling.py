@@ -1,0 +1,63 @@
+"""The tunnelling limit of penalty contact (docs/reliability.md): a body crosses a static collider unseen when one
+step carries a surface point past the collider's middle, where the signed distance's gradient flips and the
+penalty pushes it out of the far side.
+
+A step is safe when every dynamic body's surface moves less than the half thickness of each static collider it
+could reach in that step: ``tunnelling ratio = max over (dynamic body, static collider within reach) of
+(|dc| + reach * |dtheta|) / (collider half thickness)`` < 1, with ``dc`` the centre-of-mass displacement,
+``dtheta`` the rotation angle of the step and ``reach`` the farthest surface point from the centre of mass; a
+collider is within reach when its bounding sphere meets the sphere the body's surface can sweep. Planes are
+half-spaces (no far side) and never limit it. The ratio bounds the jump of one step only: a wall also needs the
+penalty energy up to its middle to exceed the body's kinetic energy into it (docs/reliability.md).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import lie
+
+
+def tunnelling_geometry(records) -> dict:
+    """Per model: ``reach`` (N,) m of each dynamic body (0 for statics); for the non-plane static colliders their
+    rows ``static``, ``half`` thickness [m] (half the smallest local bounding-box side), bounding-box ``centre``
+    (local, m) and bounding-sphere ``radius`` [m], and ``names``."""
+    reach = np.zeros(len(records))
+    static, half, centre, radius, names = [], [], [], [], []
+    for i, r in enumerate(records):
+        shape = r.shape
+        if r.is_static:
+            if shape.kind == "plane":
+                continue
+            lo, hi = shape.aabb()
+            static.append(i)
+            half.append(0.5 * float(np.min(hi - lo)))
+            centre.append(0.5 * (lo + hi))
+            radius.append(0.5 * float(np.linalg.norm(hi - lo)))
+            names.append(r.name)
+        elif getattr(shape, "vertices", None) is not None:
+            reach[i] = float(np.max(np.linalg.norm(shape.vertices - r.com_local, axis=1)))
+    return {"reach": reach, "static": np.array(static, dtype=np.int64), "half": np.array(half),
+            "centre": np.array(centre).reshape(-1, 3), "radius": np.array(radius), "names": names}
+
+
+def tunnelling_ratio(com0, rot0, com1, rot1, geometry: dict, dynamic: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per world (W,): the step's ratio (module docstring) and the index into ``geometry["names"]`` of the collider
+    that sets it (-1 where no collider is within reach)."""
+    num_worlds = com0.shape[0]
+    rows = geometry["static"]
+    if rows.size == 0 or not np.any(dynamic):
+        return np.zeros(num_worlds), np.full(num_worlds, -1)
+    c0 = com0[:, dynamic]
+    move = np.linalg.norm(com1[:, dynamic] - c0, axis=-1)
+    angle = np.linalg.norm(lie.log_so3(rot1[:, dynamic] @ np.swapaxes(rot0[:, dynamic], -1, -2)), axis=-1)
+    reach = geometry["reach"][dynamic]
+    travel = move + reach * angle  # (W, D) the farthest any surface point moved
+    # static bounding-sphere centres in the world at the step start (W, S, 3)
+    centres = com0[:, rows] + np.einsum("wsij,sj->wsi", rot0[:, rows], geometry["centre"])
+    gap = np.linalg.norm(c0[:, :, None] - centres[:, None], axis=-1)  # (W, D, S)
+    near = gap <= (reach + travel)[:, :, None] + geometry["radius"][None, None]
+    ratio = np.where(near, travel[:, :, None] / geometry["half"][None, None], 0.0).reshape(num_worlds, -1)
+    worst = np.argmax(ratio, axis=1)
+    which = np.where(ratio.max(axis=1) > 0, worst % rows.size, -1)
+    return ratio.max(axis=1), which

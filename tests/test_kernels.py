@@ -1,0 +1,241 @@
+"""Each numba kernel against its numpy oracle (the implementation it replaced), on random states.
+
+Tolerance: the kernels sum the same products in another order (plain loops instead of einsum / matmul), and
+each output is a sum of at most 27 products of O(1) factors, so they differ by a few dozen ulps of the largest
+term: 1e-13 relative to the array's largest entry. Derivatives of the kernels themselves are checked against
+finite differences in tests/test_potentials_fd.py (the potentials evaluate through the kernels).
+"""
+
+import os
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from superdex_gym.sim import lie
+from superdex_gym.sim.jit import kernel_array
+from superdex_gym.sim.model import compile_bodies
+from superdex_gym.sim.potentials.base import StageContext
+from superdex_gym.sim.potentials.external import DofLoads, Gravity, OffsetForces
+from superdex_gym.sim.potentials.inertia import NewtonEulerInertia, RotationalInertia, TranslationalInertia
+
+ROUND_OFF = 1e-13  # relative to the largest entry: summation-order round-off (module docstring)
+
+
+def random_context(rng, num_worlds=4, num_bodies=5):
+    records = []
+    for k in range(num_bodies):
+        a = rng.normal(size=(3, 3))
+        records.append(SimpleNamespace(
+            mass=1.0 + k, second_moment=a @ a.T + 0.1 * np.eye(3), com_local=np.zeros(3), is_static=k == 1,
+            has_gravity=k != 2, newton_euler=k == 3, static_pivot=np.zeros(3)))
+    bodies = compile_bodies(records)
+    shape = (num_worlds, num_bodies)
+    ctx = StageContext(
+        model=SimpleNamespace(bodies=bodies), stage_dt=0.05, stage_time=0.0,
+        com_position0=rng.normal(size=shape + (3,)), rotation0=lie.exp_so3(rng.normal(size=shape + (3,))),
+        linear_velocity0=rng.normal(size=shape + (3,)), angular_velocity0=5.0 * rng.normal(size=shape + (3,)),
+        velocity_sym0=lie.sym(rng.normal(size=shape + (3, 3))),
+        gravity=np.broadcast_to(np.array([0.0, -9.81, 0.5]), (num_worlds, 3)),  # read-only, as the pipeline's
+        external_force=rng.normal(size=shape + (6,)),
+        offset_force=rng.normal(size=shape + (2, 3)), offset_local=rng.normal(size=(num_bodies, 2, 3)),
+    )
+    c = ctx.com_position0 + 0.1 * rng.normal(size=shape + (3,))
+    rot = lie.exp_so3(0.8 * rng.normal(size=shape + (3,))) @ ctx.rotation0
+    return ctx, c, rot
+
+
+def assert_close(kernel, oracle):
+    scale = max(float(np.max(np.abs(oracle))), 1e-300)
+    np.testing.assert_allclose(kernel, oracle, rtol=0, atol=ROUND_OFF * scale)
+
+
+@pytest.mark.parametrize("potential", [TranslationalInertia(), RotationalInertia(), NewtonEulerInertia(), Gravity(),
+                                       DofLoads(), OffsetForces()], ids=lambda p: type(p).__name__)
+@pytest.mark.parametrize("psd_project", [False, True])
+@pytest.mark.parametrize("want_hessian", [False, True])
+def test_kernel_equals_numpy_oracle(potential, psd_project, want_hessian):
+    rng = np.random.default_rng(12)
+    ctx, c, rot = random_context(rng)
+    ctx.psd_project = psd_project
+    got = potential.evaluate(ctx, c, rot, want_hessian)
+    ref = potential.evaluate_numpy(ctx, c, rot, want_hessian)
+    assert np.any(ref.gradient != 0.0)  # so zeros cannot pass
+    assert_close(got.energy, ref.energy)
+    assert_close(got.gradient, ref.gradient)
+    if want_hessian:
+        assert_close(got.hessian_diag, ref.hessian_diag)
+        if isinstance(potential, (RotationalInertia, OffsetForces)) and psd_project:
+            # the spins make some rotational blocks indefinite: the projection path ran
+            raw = potential.evaluate_numpy(ctx.__class__(**{**vars(ctx), "psd_project": False}), c, rot, True)
+            assert np.any(np.linalg.eigvalsh(raw.hessian_diag[..., 3:, 3:]) < -1e-6)
+    else:
+        assert got.hessian_diag is None
+
+
+def test_kernel_arrays_are_contiguous_writable_copies_only_when_needed():
+    a = np.zeros((3, 4))
+    assert kernel_array(a) is a
+    ro = np.broadcast_to(np.ones(3), (2, 3))
+    out = kernel_array(ro)
+    assert out.flags.c_contiguous and out.flags.writeable and out is not ro
+    strided = np.zeros((4, 6))[:, ::2]
+    assert kernel_array(strided).flags.c_contiguous
+    assert kernel_array(np.zeros(3, dtype=np.float32)).dtype == np.float64
+
+
+def test_kernels_compile_from_a_cold_cache(tmp_path):
+    """A fresh NUMBA_CACHE_DIR (cold cache): the kernels compile, run and write their cache there."""
+    code = (
+        "import superdex_gym.sim as mochi\n"
+        "s = mochi.create_scene(); s.create_rigid_actor(shape=mochi.create_box_mesh_shape([0.1, 0.1, 0.1]),"
+        " density=1000.0, angular_velocity=[1, 2, 3])\n"
+        "s.step(0.01); print(float(s.get_actors()[0].get_linear_velocity()[1]), float(s.get_gravity()[1]))\n"
+    )
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    velocity, g = map(float, out.stdout.split())
+    assert velocity == pytest.approx(g * 0.01, rel=1e-12)  # one backward-Euler step of free fall: v = g dt
+    assert any((tmp_path / "cache").rglob("*.nbi"))  # the index files of the cached kernels
+
+
+def test_cache_directory_falls_back_to_a_temporary_one_when_nothing_is_writable(monkeypatch):
+    from superdex_gym.sim import jit
+
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setattr(jit, "_writable_dir", lambda path: False)
+    chosen = jit._choose_cache_dir()
+    assert chosen is not None and chosen.startswith(jit.tempfile.gettempdir())
+    monkeypatch.setenv("NUMBA_CACHE_DIR", "/somewhere/chosen")
+    assert jit._choose_cache_dir() is None  # the user's choice wins
+    monkeypatch.delenv("NUMBA_CACHE_DIR")
+    monkeypatch.setattr(jit, "_writable_dir", lambda path: True)
+    assert jit._choose_cache_dir() is None  # numba's own locations work
+
+
+# --- pivot constraints -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["pivot_position", "pivot_rotation"])
+@pytest.mark.parametrize("saturation", [-1.0, 1.0])
+@pytest.mark.parametrize("damping", [0.0, 4.0])
+@pytest.mark.parametrize("want_hessian", [False, True])
+def test_pivot_kernels_equal_numpy_oracle(kind, saturation, damping, want_hessian):
+    """The kernel path of a constraint set (Gauss-Newton Hessian) against `evaluate_numpy`; the targets move after
+    the old ones were taken (so damping sees both), and a world subset reads its own targets."""
+    from test_constraint_fixtures import build_scenario, make_ctx
+    from superdex_gym.sim.potentials.base import PotentialTerms
+
+    sc = build_scenario(kind, seed=3, saturation=saturation, exact_hessian=False, damping=damping)
+    cs = sc.constraints
+    for i in range(len(cs)):  # new targets: current != old
+        if kind == "pivot_position":
+            cs.set_target_position(i, cs.target_position(i) + sc.rng.normal(scale=0.05, size=(cs.num_worlds, 3)))
+        else:
+            cs.set_target_rotation(i, lie.exp_so3(sc.rng.normal(scale=0.05, size=(cs.num_worlds, 3)))
+                                   @ cs._targets["rotation"][:, i])
+    for worlds in (None, np.array([2, 0])):
+        ctx = sc.ctx if worlds is None else make_ctx(sc.pos_start[worlds], sc.rot_start[worlds])
+        ctx.world_index = worlds
+        pos, rot = (sc.pos, sc.rot) if worlds is None else (sc.pos[worlds], sc.rot[worlds])
+        shape = pos.shape[:2]
+        got = cs.evaluate(ctx, pos, rot, want_hessian, out=PotentialTerms.zeros(*shape, want_hessian))
+        ref = cs.evaluate_numpy(ctx, pos, rot, want_hessian, PotentialTerms.zeros(*shape, want_hessian))
+        assert np.any(ref.gradient != 0.0)
+        assert_close(got.energy, ref.energy)
+        assert_close(got.gradient, ref.gradient)
+        if want_hessian:
+            assert_close(got.hessian_diag, ref.hessian_diag)
+    if saturation > 0:  # the fixture puts deviations on both sides of the ramp width
+        norms = np.linalg.norm(cs.deviation(sc.pos, sc.rot), axis=-1)
+        assert np.any(norms < cs.saturation) and np.any(norms > cs.saturation)
+
+
+def test_rotation_log_kernels_equal_numpy_on_small_mid_and_near_pi_angles():
+    from superdex_gym.sim.constraints.rotation_log import log_and_inverse_jacobian
+    from superdex_gym.sim.kernels.constraints import log_inverse_jacobian
+    from superdex_gym.sim.kernels.so3 import so3_log
+
+    rng = np.random.default_rng(5)
+    axes = rng.normal(size=(60, 3))
+    axes /= np.linalg.norm(axes, axis=1, keepdims=True)
+    angles = np.concatenate([[0.0, 1e-9, 5e-5, 2e-4, 0.29, 0.31], rng.uniform(0, np.pi, 48),
+                             [np.pi - 2e-2, np.pi - 5e-3, np.pi - 1e-7, np.pi, np.pi, np.pi]])
+    rots = lie.exp_so3(axes * angles[:, None])
+    phi_ref, jinv_ref = log_and_inverse_jacobian(rots)
+    for k in range(len(rots)):
+        phi, jinv = np.empty(3), np.empty((3, 3))
+        so3_log(kernel_array(rots[k]), phi)
+        log_inverse_jacobian(phi, jinv)
+        np.testing.assert_allclose(phi, phi_ref[k], rtol=0, atol=ROUND_OFF * max(1.0, np.abs(phi_ref[k]).max()))
+        np.testing.assert_allclose(jinv, jinv_ref[k], rtol=0, atol=ROUND_OFF * np.abs(jinv_ref[k]).max())
+
+
+# --- contact -----------------------------------------------------------------------------------------------------
+
+
+def _contact_cases():
+    from superdex_gym.sim.contact.colliders import BoxCollider, PlaneCollider, SphereCollider
+
+    from superdex_gym.sim.contact.grid_sdf import build_grid_sdf
+    from helpers import box_arrays
+
+    turned = lie.exp_so3(np.array([0.2, -0.4, 0.1]))
+    return {
+        "grid": (build_grid_sdf(*box_arrays([1.0, 0.3, 1.0]), padding=0.01), -0.3),
+        "plane": (PlaneCollider([0, 1, 0], 0.0), 0.0),
+        # radius 1 m: |y - c| - r loses log10(r / |phi|) digits, 3 of them at r = 10 m and 1 cm depth
+        "sphere": (SphereCollider([0.0, 0.0, 0.0], 1.0), -1.0),
+        "box": (BoxCollider([0.0, 0.0, 0.0], [1.0, 0.3, 1.0]), -0.3),
+        "rotated box": (BoxCollider([0.05, 0.0, -0.02], [0.2, 0.3, 0.25], turned), -0.3),
+    }
+
+
+@pytest.mark.parametrize("collider", ["plane", "sphere", "box", "rotated box", "grid"])
+@pytest.mark.parametrize("static_collider", [True, False], ids=["static", "dynamic"])
+@pytest.mark.parametrize("mode", ["default", "implicit load", "no fade", "cinf", "exact coulomb", "frictionless"])
+def test_contact_kernel_equals_numpy_oracle(collider, static_collider, mode):
+    """The contact kernel (every sample, pair and world in one call) against the numpy evaluation, in the slip,
+    ramp and deep regimes at once (random small rotations, 2 mm stage motion, 4 worlds, one of them apart so the
+    broad phase drops it); coupling blocks too when both bodies are dynamic."""
+    from test_contact_potential import FRICTION, FRICTIONLESS, two_body_setup
+    from superdex_gym.sim.contact.params import ContactEvalConfig
+    from helpers import dense_hessian
+
+    config = {
+        "default": ContactEvalConfig(), "implicit load": ContactEvalConfig(implicit_normal_force_for_dissipation=True),
+        "no fade": ContactEvalConfig(fade_friction=False), "cinf": ContactEvalConfig(friction_model="CINF_REGULARIZED"),
+        "exact coulomb": ContactEvalConfig(fitted_friction_hessian=False), "frictionless": ContactEvalConfig(),
+    }[mode]
+    params = FRICTIONLESS if mode == "frictionless" else FRICTION
+    pot, ctx, com, rot = two_body_setup(_contact_cases()[collider], params, static_collider,
+                                        np.random.default_rng(4), config=config, gap=-0.01, stage_motion=2e-3,
+                                        worlds=4)
+    assert pot.uses_kernel
+    com[3, 0, 1] += 5.0  # world 3: far above, no contact
+    for want_hessian in (False, True):
+        got = pot.evaluate(ctx, com, rot, want_hessian)
+        ref = pot.evaluate_numpy(ctx, com, rot, want_hessian)
+        assert np.all(ref.energy[:3] > 0) and ref.energy[3] == 0.0
+        assert_close(got.energy, ref.energy)
+        assert_close(got.gradient, ref.gradient)
+        if want_hessian:
+            assert len(got.couplings) == len(ref.couplings) == (0 if static_collider else 1)
+            assert_close(dense_hessian(got), dense_hessian(ref))
+
+
+def test_contact_configurations_outside_the_kernel_take_the_numpy_path_by_construction():
+    from test_contact_potential import EXACT, FRICTION, ground_colliders, two_body_setup
+    from superdex_gym.sim.contact.params import ContactEvalConfig
+
+    rng = np.random.default_rng(0)
+    assert not two_body_setup(ground_colliders()["plane"], FRICTION, True, rng, config=EXACT)[0].uses_kernel
+    explicit = ContactEvalConfig(explicit_normals=True)
+    assert not two_body_setup(ground_colliders()["plane"], FRICTION, True, rng, config=explicit)[0].uses_kernel
+    mesh = ground_colliders()["mesh"]
+    assert not two_body_setup(mesh, FRICTION, True, rng, config=ContactEvalConfig())[0].uses_kernel
+    grid = ground_colliders()["sdf"]
+    assert two_body_setup(grid, FRICTION, True, rng, config=ContactEvalConfig())[0].uses_kernel
