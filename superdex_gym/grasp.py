@@ -1,4 +1,4 @@
-"""Grasp figures of the floating gripper: seeded scripted picks of the 4 cm cube, all worlds in one batch.
+"""Grasp figures of the floating gripper: seeded scripted picks of PickAndPlace's 4 cm cube, all worlds in one batch.
 
 Each world: the cube at a random table position with random yaw (+-45 deg); the gripper flies above it with
 open fingers, descends with a random grasp offset (+-5 mm in x and y), closes, lifts the cube 15 cm and holds it
@@ -47,7 +47,7 @@ def measure_picks(picks: int = 100, seed: int = 0, **env_kwargs) -> dict:
     from .sim import ConvergenceStatus
 
     rng = np.random.default_rng(seed)
-    worlds = make_worlds(picks, "floating_gripper:FloatingGripper", "push:PushTask",
+    worlds = make_worlds(picks, "floating_gripper:FloatingGripper", "pick_and_place:PickAndPlaceTask",
                          {"block_gripper": False, **env_kwargs})
     scene, task, robot = worlds.scene, worlds.task, worlds.robot
     all_worlds = np.arange(picks)

@@ -19,7 +19,7 @@ import numpy as np
 import superdex_gym.sim as mochi
 from superdex_gym.sim.validation import as_bool, real_array
 
-from ..core.config import V_MAX
+from ..core.config import GRASP_CONTACT, V_MAX
 
 COLOR = (0.55, 0.57, 0.62)
 
@@ -32,7 +32,7 @@ class GripperConfig:
     density: float = 1000.0  # kg/m^3
     drive_stiffness: float = 1e6  # N/m, pivot-position constraints toward the targets
     # Free fingers are compliant: a squeeze stores force / k of travel, so the pair centres itself on the object and
-    # Newton's guess does not start a closing finger inside it (docs/grasping.md).
+    # Newton's guess does not start a closing finger inside it (docs/environments.md, Grasping).
     finger_drive_stiffness: float = 1e3  # N/m, used when the fingers are free (not block_gripper)
     finger_step_m: float = 0.016  # most the commanded opening changes per control step (0.2 s from closed to open)
     drive_damping: float = 0.0  # N s/m
@@ -113,6 +113,8 @@ class FloatingGripper:
         c = self.config
         self.scene = scene
         contact = mochi.ContactParams(coulomb_friction_coefficient=c.finger_friction)
+        finger_contact = contact if c.block_gripper else mochi.ContactParams(
+            coulomb_friction_coefficient=c.finger_friction, **GRASP_CONTACT)
         self.palm = scene.create_rigid_actor(
             name="palm", shape=mochi.create_box_mesh_shape(list(c.palm_half_extents)), density=c.density,
             has_gravity=False, layer=layer, contact=contact, collider_type=mochi.ColliderType.BOX,
@@ -120,7 +122,7 @@ class FloatingGripper:
         self.fingers = [
             scene.create_rigid_actor(
                 name=f"finger_{side}", shape=mochi.create_box_mesh_shape(list(c.finger_half_extents)),
-                density=c.density, has_gravity=False, layer=layer, contact=contact,
+                density=c.density, has_gravity=False, layer=layer, contact=finger_contact,
                 collider_type=mochi.ColliderType.BOX,
             )
             for side in ("left", "right")
