@@ -20,11 +20,14 @@ class Row(NamedTuple):
     robot: str
     task: str
     max_episode_steps: int
+    kwargs: tuple = ()  # (name, value) pairs: the id's default gym.make kwargs (a caller's kwargs override them)
 
 
 TABLE = (
     Row("Push", "floating_gripper:FloatingGripper", "push:PushTask", 50),
     Row("Reach", "floating_gripper:FloatingGripper", "reach:ReachTask", 50),
+    Row("PickAndPlace", "floating_gripper:FloatingGripper", "pick_and_place:PickAndPlaceTask", 50,
+        (("block_gripper", False),)),
 )
 
 
@@ -33,12 +36,13 @@ class EnvSpecRow(NamedTuple):
     task: str
     max_episode_steps: int
     dense_reward: bool
+    kwargs: tuple = ()
 
 
 def env_specs(table=TABLE) -> dict:
     """id -> `EnvSpecRow` for the rows of ``table``: each row's sparse id and its Dense twin."""
     return {f"SuperDex/{row.name}{'Dense' if dense else ''}-v0": EnvSpecRow(row.robot, row.task,
-                                                                             row.max_episode_steps, dense)
+                                                                             row.max_episode_steps, dense, row.kwargs)
             for row in table for dense in (False, True)}
 
 
@@ -58,5 +62,5 @@ def register_envs(envs: dict | None = None) -> None:
             entry_point=ENTRY_POINT,
             vector_entry_point=VECTOR_ENTRY_POINT,
             max_episode_steps=spec.max_episode_steps,
-            kwargs={"robot": spec.robot, "task": spec.task, "dense_reward": spec.dense_reward},
+            kwargs={"robot": spec.robot, "task": spec.task, "dense_reward": spec.dense_reward, **dict(spec.kwargs)},
         )

@@ -14,6 +14,11 @@ import numpy as np
 import superdex_gym.sim as mochi
 from superdex_gym.sim.validation import as_bool, as_int, as_real, bounded_real, real_array
 
+# Contact for grasping and stacking (docs/environments.md, Grasping): a 0.25 mm penalty ramp instead of 5 mm (a quarter of a 4 cm
+# cube tilts towers) and sticking friction (V_f 1e-4 m/s) let held cubes and towers settle where Newton converges.
+GRASP_CONTACT = {"penalty_smoothing_half_distance": 2.5e-4, "penalty_threshold_default": 1e-4,
+                 "friction_falloff_vel": 1e-4}
+
 V_MAX = 10.0  # m/s, bound of every linear velocity in an observation (clipped to it; see docs/envs_notes.md)
 # s: at V_MAX a body moves at most 0.2 m per step, the table's half thickness, so it cannot pass its midplane
 # (the thinnest static collider; docs/reliability.md)

@@ -19,7 +19,7 @@ import numpy as np
 import superdex_gym.sim as mochi
 from superdex_gym.sim.validation import as_bool, real_array
 
-from ..core.config import V_MAX
+from ..core.config import GRASP_CONTACT, V_MAX
 
 COLOR = (0.55, 0.57, 0.62)
 
@@ -31,6 +31,10 @@ class GripperConfig:
     max_opening_m: float = 0.08  # distance between the fingers' inner faces when fully open
     density: float = 1000.0  # kg/m^3
     drive_stiffness: float = 1e6  # N/m, pivot-position constraints toward the targets
+    # Free fingers are compliant: a squeeze stores force / k of travel, so the pair centres itself on the object and
+    # Newton's guess does not start a closing finger inside it (docs/environments.md, Grasping).
+    finger_drive_stiffness: float = 1e3  # N/m, used when the fingers are free (not block_gripper)
+    finger_step_m: float = 0.016  # most the commanded opening changes per control step (0.2 s from closed to open)
     drive_damping: float = 0.0  # N s/m
     # Capped so a gripper commanded into the cube presses on it instead of launching it (docs/envs_notes.md).
     drive_max_force: float | None = 50.0  # N; None: uncapped
@@ -54,7 +58,25 @@ class GripperConfig:
             raise ValueError(f"workspace_low must be below workspace_high in every axis, got {lo}, {hi}")
         if lo[2] < 0:
             raise ValueError("workspace_low z must keep the grip point above the table top (z >= 0)")
+        for name in ("finger_drive_stiffness", "finger_step_m"):
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be finite and > 0, got {value!r}")
+        if not self.block_gripper and self.drive_max_force is None:
+            raise ValueError("free fingers (block_gripper=False) need a drive force cap (gripper_max_force): an "
+                             "uncapped compliant finger has no bound on how far an object pushes it")
         return self
+
+    @property
+    def finger_stiffness(self) -> float:
+        """The fingers' drive stiffness [N/m]: blocked fingers are as stiff as the palm (one rigid pusher)."""
+        return self.drive_stiffness if self.block_gripper else self.finger_drive_stiffness
+
+    @property
+    def finger_compliance_m(self) -> float:
+        """How far the capped drive lets a free finger be pushed off its target [m]; blocked fingers are stiff
+        (sub-millimetre, inside the bounds' 1 cm margin)."""
+        return 0.0 if self.block_gripper else self.drive_max_force / self.finger_stiffness
 
 
 class FloatingGripper:
@@ -91,6 +113,8 @@ class FloatingGripper:
         c = self.config
         self.scene = scene
         contact = mochi.ContactParams(coulomb_friction_coefficient=c.finger_friction)
+        finger_contact = contact if c.block_gripper else mochi.ContactParams(
+            coulomb_friction_coefficient=c.finger_friction, **GRASP_CONTACT)
         self.palm = scene.create_rigid_actor(
             name="palm", shape=mochi.create_box_mesh_shape(list(c.palm_half_extents)), density=c.density,
             has_gravity=False, layer=layer, contact=contact, collider_type=mochi.ColliderType.BOX,
@@ -98,7 +122,7 @@ class FloatingGripper:
         self.fingers = [
             scene.create_rigid_actor(
                 name=f"finger_{side}", shape=mochi.create_box_mesh_shape(list(c.finger_half_extents)),
-                density=c.density, has_gravity=False, layer=layer, contact=contact,
+                density=c.density, has_gravity=False, layer=layer, contact=finger_contact,
                 collider_type=mochi.ColliderType.BOX,
             )
             for side in ("left", "right")
@@ -107,13 +131,14 @@ class FloatingGripper:
         self.colors = {a.get_name(): COLOR for a in self.actors}
         # The gripper's own bodies overlap at the joints: no contact among them (its layer against itself).
         scene.enable_layer_contact_symmetric(layer, layer, False)
-        saturation = -1.0 if c.drive_max_force is None else c.drive_max_force / c.drive_stiffness
+        stiffness = [c.drive_stiffness, c.finger_stiffness, c.finger_stiffness]
         self._position = [
             scene.create_rigid_pivot_position_constraint(
                 actor=a, local_position=[0.0, 0.0, 0.0], target_position=[0.0, 0.0, 0.0],
-                stiffness=c.drive_stiffness, damping=c.drive_damping, saturation=saturation,
+                stiffness=k, damping=c.drive_damping, saturation=-1.0 if c.drive_max_force is None
+                else c.drive_max_force / k,
             )
-            for a in self.actors
+            for a, k in zip(self.actors, stiffness)
         ]
         for a in self.actors:
             scene.create_rigid_pivot_rotation_constraint(
@@ -172,11 +197,15 @@ class FloatingGripper:
         """Targets of one control step from finite (W, 4) actions (clipped to [-1, 1], as documented)."""
         actions = np.clip(actions, -1.0, 1.0)
         grip, _ = self.grip_point()
+        c = self.config
         self._start = self._target.copy(), self._opening.copy()
-        self._end = (np.clip(grip + actions[:, :3] * self.config.max_step_m, self._workspace_low,
-                             self._workspace_high),
-                     np.zeros(len(actions)) if self.config.block_gripper
-                     else 0.5 * (actions[:, 3] + 1.0) * self.config.max_opening_m)
+        if c.block_gripper:
+            opening = np.zeros(len(actions))
+        else:  # rate-limited: fingers closed in one control step slam into an object at ~1 m/s
+            wanted = 0.5 * (actions[:, 3] + 1.0) * c.max_opening_m
+            opening = self._opening + np.clip(wanted - self._opening, -c.finger_step_m, c.finger_step_m)
+        self._end = (np.clip(grip + actions[:, :3] * c.max_step_m, self._workspace_low, self._workspace_high),
+                     opening)
 
     def drive(self, fraction: float) -> None:
         """Drive targets ``fraction`` of the way from the step's start commands to its end ones."""
@@ -227,10 +256,12 @@ class FloatingGripper:
     def observation_bounds(self) -> dict:
         """Real bounds of the observation parts, each a (low, high) pair.
 
-        The grip point stays in the workspace (plus the drive's sub-millimetre compliance; 1 cm margin); the
-        fingers within half the maximum opening plus their thickness; the gripper moves at most max_step /
-        control_dt (1.25 m/s by default) < ``V_MAX``, to which velocities are clipped."""
-        g, margin = self.config, 0.01
+        The grip point stays in the workspace, give or take how far a capped finger drive can be pushed off its
+        target (``finger_compliance_m``: 50 mm for free fingers) plus a 1 cm margin; the
+        fingers within half the maximum opening plus their thickness and that compliance; the gripper moves at
+        most max_step / control_dt (1.25 m/s by default) < ``V_MAX``, to which velocities are clipped."""
+        g = self.config
+        margin = 0.01 + g.finger_compliance_m
         finger = 0.5 * g.max_opening_m + 2 * g.finger_half_extents[1] + margin
         return {
             "grip": (self._workspace_low - margin, self._workspace_high + margin),

@@ -100,15 +100,22 @@ class PushTask(Task):
             raise ValueError(f"cube_gripper_min_distance_m {config.cube_gripper_min_distance_m} would let the cube "
                              f"start on the gripper's closed fingers (needs >= {footprint:.4f} m)")
 
+    cube_actor_kwargs: dict = {}  # extra creation fields of the cube (tasks that grasp it refine its samples)
+
+    def surface_contact(self):
+        """ContactParams of the table and the cube."""
+        return mochi.ContactParams(coulomb_friction_coefficient=self.config.friction)
+
     def build(self, scene) -> None:
         c = self.config
-        contact = mochi.ContactParams(coulomb_friction_coefficient=c.friction)
+        contact = self.surface_contact()
         self.table = create_table(scene, c.table_half_extents, contact)
         create_walled_floor(scene, c.floor_depth_m, c.arena_half_m, c.wall_height_m)
         self.cube = scene.create_rigid_actor(
             name="cube", shape=mochi.create_box_mesh_shape([self.half] * 3), mass=c.cube_mass_kg, contact=contact,
             # the exact box distance: smooth where a grid SDF's trilinear gradient jumps between cells
             collider_type=mochi.ColliderType.BOX, world_from_local=mochi.TransformRT(translation=[0, 0, self.half]),
+            **self.cube_actor_kwargs,
         )
 
     def robot_home(self) -> np.ndarray:

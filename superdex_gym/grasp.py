@@ -1,0 +1,110 @@
+"""Grasp figures of the floating gripper: seeded scripted picks of PickAndPlace's 4 cm cube, all worlds in one batch.
+
+Each world: the cube at a random table position with random yaw (+-45 deg); the gripper flies above it with
+open fingers, descends with a random grasp offset (+-5 mm in x and y), closes, lifts the cube 15 cm and holds it
+2 s. Reported (issue 14's figures): lift-and-hold success, slip (change of the cube's offset from the grip point
+over the hold), wander (its largest excursion from the hold's mean offset), the cube's largest speed relative to
+the gripper during the hold, the share of hold substeps where Newton converged, and the cost of a hold step
+against a free-motion step (the same worlds, wall-clock medians over the phases).
+
+    python -m superdex_gym.grasp --picks 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+
+# Phase lengths in control steps (25 Hz).
+APPROACH, DESCEND, CLOSE, LIFT, HOLD = 12, 8, 8, 12, 50
+
+
+def _controller(grip, cube, start, offset, step):
+    """Actions (W, 4) of the pick script at control step ``step`` (one phase for every world)."""
+    above = cube + offset + np.array([0.0, 0.0, 0.06])
+    low = cube + offset - np.array([0.0, 0.0, 0.01])  # finger tips 1 cm below the cube's centre
+    lifted = start + offset + np.array([0.0, 0.0, 0.15 - 0.01])
+    if step < APPROACH:
+        target, fingers = above, 1.0
+    elif step < APPROACH + DESCEND:
+        target, fingers = low, 1.0
+    elif step < APPROACH + DESCEND + CLOSE:
+        target, fingers = low, -1.0
+    else:
+        target, fingers = lifted, -1.0
+    action = np.empty((len(grip), 4))
+    action[:, :3] = np.clip((target - grip) / 0.05, -1.0, 1.0)
+    action[:, 3] = fingers
+    return action
+
+
+def measure_picks(picks: int = 100, seed: int = 0, **env_kwargs) -> dict:
+    """Run ``picks`` seeded picks in one batch; returns the figures (see the module doc)."""
+    from .envs.core.env import make_worlds
+    from .sim import ConvergenceStatus
+
+    rng = np.random.default_rng(seed)
+    worlds = make_worlds(picks, "floating_gripper:FloatingGripper", "pick_and_place:PickAndPlaceTask",
+                         {"block_gripper": False, **env_kwargs})
+    scene, task, robot = worlds.scene, worlds.task, worlds.robot
+    all_worlds = np.arange(picks)
+    worlds.reset_worlds(all_worlds, [np.random.default_rng([seed, k]) for k in range(picks)])
+    half = task.half
+    yaw = rng.uniform(-np.pi / 4, np.pi / 4, picks)
+    xy = rng.uniform(-0.1, 0.1, (picks, 2))
+    xy[:, 0] += np.where(xy[:, 0] >= 0, 0.1, -0.1)  # clear of the gripper's home at the table centre
+    start = np.column_stack([xy, np.full(picks, half)])
+    quat = np.column_stack([np.zeros((picks, 2)), np.sin(yaw / 2), np.cos(yaw / 2)])
+    task.place_objects(scene, start[:, None], quat[:, None], all_worlds)
+    offset = np.column_stack([rng.uniform(-0.005, 0.005, (picks, 2)), np.zeros(picks)])
+
+    substeps, hold_start = worlds.config.substeps, APPROACH + DESCEND + CLOSE + LIFT
+    rel, rel_speed, converged, hold_time, free_time = [], [], [], [], []
+    for step in range(hold_start + HOLD):
+        grip, _ = robot.grip_point()
+        cube = scene.get_actor_translations([task.cube])[:, 0]
+        robot.begin_action(_controller(grip, cube, start, offset, step))
+        t0 = time.perf_counter()
+        for j in range(1, substeps + 1):
+            robot.drive(j / substeps)
+            scene.step(worlds.config.physics_dt)
+            if step >= hold_start:
+                converged.append(scene.get_world_status() == ConvergenceStatus.CONVERGED.value)
+        elapsed = time.perf_counter() - t0
+        robot.end_action()
+        (free_time if step < APPROACH else hold_time if step >= hold_start else []).append(elapsed)
+        if step >= hold_start:
+            grip, grip_vel = robot.grip_point()
+            cube = scene.get_actor_translations([task.cube])[:, 0]
+            cube_vel = scene.get_actor_velocities([task.cube])[0][:, 0]
+            rel.append(cube - grip)
+            rel_speed.append(np.linalg.norm(cube_vel - grip_vel, axis=1))
+    rel = np.array(rel)  # (HOLD, W, 3)
+    cube_z = scene.get_actor_translations([task.cube])[:, 0, 2]
+    held = (cube_z > half + 0.15 - 0.02) & (np.linalg.norm(rel[-1], axis=1) < 0.03)
+    slip = np.linalg.norm(rel[-1] - rel[0], axis=1)
+    wander = np.linalg.norm(rel - rel.mean(axis=0), axis=2).max(axis=0)
+    return {
+        "picks": picks, "held": int(held.sum()), "success_rate": float(held.mean()),
+        "slip_max_mm": 1e3 * float(slip[held].max(initial=0.0)),
+        "wander_max_mm": 1e3 * float(wander[held].max(initial=0.0)),
+        "relative_speed_max_m_s": float(np.max(rel_speed)),
+        "hold_converged_share": float(np.mean(converged)),
+        "hold_over_free_cost": float(np.median(hold_time) / np.median(free_time)),
+    }
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--picks", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    for key, value in measure_picks(args.picks, args.seed).items():
+        print(f"{key:>24}: {value:.4g}" if isinstance(value, float) else f"{key:>24}: {value}")
+
+
+if __name__ == "__main__":
+    main()

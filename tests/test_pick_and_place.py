@@ -1,0 +1,62 @@
+"""PickAndPlace and the grasp it needs: the grasp figures of `superdex_gym.grasp`, the scripted policy, spawns."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import superdex_gym  # noqa: F401  (registers the ids)
+from superdex_gym.envs.scripted import scripted_policy_for
+from superdex_gym.grasp import measure_picks
+
+PP = "SuperDex/PickAndPlace-v0"
+
+
+def test_grasp_figures_over_100_seeded_picks():
+    # Measured (seed 0): 94/100 held (the six misses all start yawed 28-44 deg), slip <= 0.19 mm, wander <= 0.11 mm,
+    # Newton converged on 99.97% of hold substeps. The issue's targets: slip and wander < 1 mm, >= 95% converged;
+    # lift-and-hold >= 98% is not met yet for yaws beyond ~25 deg (docs/environments.md, Grasping).
+    r = measure_picks(100, seed=0)
+    assert r["held"] >= 90
+    assert r["slip_max_mm"] < 1.0 and r["wander_max_mm"] < 1.0
+    assert r["hold_converged_share"] >= 0.95
+    # a held cube never leaves the fingers faster than the gripper can move (max_step / control_dt = 1.25 m/s)
+    assert r["relative_speed_max_m_s"] < 1.25
+
+
+def test_scripted_pick_and_place_over_100_seeded_episodes():
+    venv = gym.make_vec(PP, num_envs=100)
+    policy = scripted_policy_for(PP)
+    obs, _ = venv.reset(seed=0)
+    in_air = obs["desired_goal"][:, 2] > 0.02 + 0.05
+    for _ in range(50):
+        obs, _, _, truncated, info = venv.step(policy(obs))
+    assert truncated.all()
+    # measured 100/100 (goals in the air included); 95 leaves room for a platform's round-off on a few episodes
+    assert info["is_success"].sum() >= 95
+    assert info["is_success"][in_air].mean() >= 0.9 and in_air.sum() >= 30
+
+
+def test_spawns_on_the_table_and_never_solved_goals_half_in_the_air():
+    env = gym.make(PP)
+    assert env.unwrapped.worlds.robot.config.block_gripper is False  # the row's default: fingers free
+    heights, solved = [], 0
+    for seed in range(1000):
+        obs, info = env.reset(seed=seed)
+        assert obs["achieved_goal"][2] == pytest.approx(0.02)  # on the table, not in mid-air
+        heights.append(obs["desired_goal"][2] - 0.02)
+        solved += info["is_success"]
+    heights = np.array(heights)
+    assert solved == 0
+    assert heights.min() >= 0 and heights.max() <= 0.3 + 1e-6
+    assert 0.4 < np.mean(heights > 0) < 0.6  # goal_in_air_prob 0.5
+
+
+def test_blocked_fingers_keep_push_contact_and_kwargs_are_checked():
+    env = gym.make(PP, block_gripper=True)
+    assert env.unwrapped.worlds.robot.config.finger_stiffness == 1e6
+    with pytest.raises(ValueError, match="goal_height"):
+        gym.make(PP, goal_height=0.5)
+    with pytest.raises(ValueError, match="goal_in_air_prob"):
+        gym.make(PP, goal_in_air_prob=1.5)
+    with pytest.raises(ValueError, match="drive force cap"):
+        gym.make(PP, gripper_max_force=None)
