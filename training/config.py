@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 from pathlib import Path
 
 try:
@@ -154,3 +155,14 @@ def load_config(config: str | Path | dict = "push", overrides=()) -> dict:
         raise ValueError(f"unknown [train] keys {sorted(unknown_train)}; expected {sorted(DEFAULTS['train'])}")
     resolved["source"] = source
     return resolved
+
+
+def cli_exit_code(call) -> int:
+    """A command's exit code: 0 when ``call()`` returns; a user's mistake it raises (a missing file or extra, a bad
+    value) is printed as ``error: ...`` and gives 2, as argparse does."""
+    try:
+        call()
+    except (FileNotFoundError, ModuleNotFoundError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0

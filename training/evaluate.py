@@ -21,6 +21,7 @@ from pathlib import Path
 
 import gymnasium as gym
 
+from .config import cli_exit_code
 from .rollout import (ModelPolicy, Rollouts, ScriptedPolicy, check_mp4_support, make_eval_vec_env,
                       run_batched_episodes, run_rendered_episode, write_video)
 
@@ -213,16 +214,12 @@ def main(argv=None) -> int:
     if args.model is None and not args.scripted:
         build_parser().error("give a MODEL.zip or --scripted")
     env_kwargs = json.loads(args.env_kwargs) if args.env_kwargs else None
-    try:
-        evaluate(None if args.scripted else args.model, env_id=args.env, episodes=args.episodes, seed=args.seed,
-                 scripted=args.scripted, env_kwargs=env_kwargs, num_envs=args.num_envs, gif=args.gif, mp4=args.mp4,
-                 video_episodes=args.video_episodes, render_width=args.width, render_height=args.height,
-                 deterministic=not args.stochastic, json_path=args.json, algo=args.algo, device=args.device,
-                 normalizer=args.vecnormalize, verbose=True)
-    except (FileNotFoundError, ModuleNotFoundError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    return 0
+    return cli_exit_code(lambda: evaluate(
+        None if args.scripted else args.model, env_id=args.env, episodes=args.episodes, seed=args.seed,
+        scripted=args.scripted, env_kwargs=env_kwargs, num_envs=args.num_envs, gif=args.gif, mp4=args.mp4,
+        video_episodes=args.video_episodes, render_width=args.width, render_height=args.height,
+        deterministic=not args.stochastic, json_path=args.json, algo=args.algo, device=args.device,
+        normalizer=args.vecnormalize, verbose=True))
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ import sys
 import time
 from pathlib import Path
 
-from .config import _merge, parse_value, read_config_file
+from .config import _merge, cli_exit_code, parse_value, read_config_file
 from .ray_session import ray_session
 from .run_outputs import atomic_write_text, write_curve
 
@@ -240,15 +240,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        train_ppo(args.config, output=args.output or f"runs/rllib-{Path(args.config).stem}",
-                  total_timesteps=args.total_timesteps, num_env_runners=args.num_env_runners, seed=args.seed,
-                  overrides=args.overrides, address=args.address, num_cpus=args.num_cpus,
-                  verbose=0 if args.quiet else 1)
-    except (FileNotFoundError, ModuleNotFoundError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    return 0
+    return cli_exit_code(lambda: train_ppo(
+        args.config, output=args.output or f"runs/rllib-{Path(args.config).stem}",
+        total_timesteps=args.total_timesteps, num_env_runners=args.num_env_runners, seed=args.seed,
+        overrides=args.overrides, address=args.address, num_cpus=args.num_cpus, verbose=0 if args.quiet else 1))
 
 
 if __name__ == "__main__":

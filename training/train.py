@@ -74,7 +74,7 @@ except ModuleNotFoundError as _e:  # pragma: no cover - depends on the install
 import gymnasium as gym
 import numpy as np
 
-from .config import available_configs, load_config
+from .config import available_configs, cli_exit_code, load_config
 from .evaluate import algorithm_class
 from .rollout import ModelPolicy, check_mp4_support, make_eval_vec_env, run_batched_episodes
 from .run_outputs import (atomic_open, atomic_write_text, format_outputs, plot_curve, read_curve, record_episode,
@@ -515,15 +515,11 @@ def main(argv=None) -> int:
     if output is None and args.resume is None:
         name = Path(args.config or "push").stem
         output = f"runs/{name}-s{args.seed if args.seed is not None else 0}"
-    try:
-        train(args.config, output=output, resume=args.resume, total_timesteps=args.total_timesteps, seed=args.seed,
-              num_envs=args.num_envs, device=args.device, progress_bar=args.progress_bar,
-              checkpoint_freq=args.checkpoint_freq, eval_freq=args.eval_freq, eval_episodes=args.eval_episodes,
-              video=args.video, overrides=args.overrides, verbose=0 if args.quiet else 1 + args.verbose)
-    except (FileNotFoundError, ModuleNotFoundError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    return 0
+    return cli_exit_code(lambda: train(
+        args.config, output=output, resume=args.resume, total_timesteps=args.total_timesteps, seed=args.seed,
+        num_envs=args.num_envs, device=args.device, progress_bar=args.progress_bar,
+        checkpoint_freq=args.checkpoint_freq, eval_freq=args.eval_freq, eval_episodes=args.eval_episodes,
+        video=args.video, overrides=args.overrides, verbose=0 if args.quiet else 1 + args.verbose))
 
 
 if __name__ == "__main__":

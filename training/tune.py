@@ -35,7 +35,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .config import available_configs, parse_value
+from .config import available_configs, cli_exit_code, parse_value
 from .ray_session import ray_session
 from .run_outputs import atomic_open, atomic_write_text
 
@@ -332,15 +332,10 @@ def main(argv=None) -> int:
     seeds = args.seeds if args.seeds is not None else list(range(args.num_seeds if args.num_seeds else 5))
     train_kwargs = {k: getattr(args, k) for k in ("total_timesteps", "num_envs", "eval_freq", "eval_episodes",
                                                   "checkpoint_freq", "device") if getattr(args, k) is not None}
-    try:
-        run_sweep(args.config or ["reach"], seeds, grid=parse_grid(args.grid), overrides=args.overrides,
-                  output=args.output, name=args.name, cpus_per_trial=args.cpus_per_trial,
-                  max_failures=args.max_failures, address=args.address, num_cpus=args.num_cpus,
-                  restore=args.restore, verbose=0 if args.quiet else 1, **train_kwargs)
-    except (FileNotFoundError, ModuleNotFoundError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    return 0
+    return cli_exit_code(lambda: run_sweep(
+        args.config or ["reach"], seeds, grid=parse_grid(args.grid), overrides=args.overrides, output=args.output,
+        name=args.name, cpus_per_trial=args.cpus_per_trial, max_failures=args.max_failures, address=args.address,
+        num_cpus=args.num_cpus, restore=args.restore, verbose=0 if args.quiet else 1, **train_kwargs))
 
 
 if __name__ == "__main__":

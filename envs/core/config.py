@@ -14,8 +14,9 @@ import numpy as np
 import superdex_gym.sim as mochi
 from superdex_gym.sim.validation import as_bool, as_int, as_real, bounded_real, real_array
 
-# Contact for grasping and stacking (docs/environments.md, Grasping): a 0.25 mm penalty ramp instead of 5 mm (a quarter of a 4 cm
-# cube tilts towers) and sticking friction (V_f 1e-4 m/s) let held cubes and towers settle where Newton converges.
+# Contact for grasping and stacking (docs/environments.md, Grasping): a 0.25 mm penalty ramp instead of 5 mm (a
+# quarter of a 4 cm cube tilts towers) and sticking friction (V_f 1e-4 m/s) let held cubes and towers settle where
+# Newton converges.
 GRASP_CONTACT = {"penalty_smoothing_half_distance": 2.5e-4, "penalty_threshold_default": 1e-4,
                  "friction_falloff_vel": 1e-4}
 

@@ -51,17 +51,15 @@ class GripperConfig:
         return self.palm_half_extents[2] + 2 * self.finger_half_extents[2]
 
     def validate(self) -> "GripperConfig":
-        if not (np.isfinite(self.max_step_m) and self.max_step_m > 0):
-            raise ValueError(f"max_step_m must be finite and > 0, got {self.max_step_m!r}")
+        for name in ("max_step_m", "finger_drive_stiffness", "finger_step_m"):
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be finite and > 0, got {value!r}")
         lo, hi = np.asarray(self.workspace_low, float), np.asarray(self.workspace_high, float)
         if lo.shape != (3,) or hi.shape != (3,) or np.any(lo >= hi):
             raise ValueError(f"workspace_low must be below workspace_high in every axis, got {lo}, {hi}")
         if lo[2] < 0:
             raise ValueError("workspace_low z must keep the grip point above the table top (z >= 0)")
-        for name in ("finger_drive_stiffness", "finger_step_m"):
-            value = getattr(self, name)
-            if not (np.isfinite(value) and value > 0):
-                raise ValueError(f"{name} must be finite and > 0, got {value!r}")
         if not self.block_gripper and self.drive_max_force is None:
             raise ValueError("free fingers (block_gripper=False) need a drive force cap (gripper_max_force): an "
                              "uncapped compliant finger has no bound on how far an object pushes it")

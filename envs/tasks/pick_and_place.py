@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import superdex_gym.sim as mochi
-from superdex_gym.sim.validation import as_real
+from superdex_gym.sim.validation import as_real, bounded_real
 
 from ..core.config import GRASP_CONTACT
 from .push import PushConfig, PushTask
@@ -28,11 +28,8 @@ class PickAndPlaceConfig(PushConfig):
 
     def validate(self) -> "PickAndPlaceConfig":
         super().validate()
-        if not (np.isfinite(self.goal_height_m) and 0 <= self.goal_height_m <= 0.3):
-            raise ValueError(f"goal_height must be in [0, 0.3] m (the gripper's workspace ends 0.3 m above the table),"
-                             f" got {self.goal_height_m!r}")
-        if not (np.isfinite(self.goal_in_air_prob) and 0 <= self.goal_in_air_prob <= 1):
-            raise ValueError(f"goal_in_air_prob must be a probability in [0, 1], got {self.goal_in_air_prob!r}")
+        bounded_real(self.goal_height_m, "goal_height", 0.0, 0.3, "the gripper's workspace ends 0.3 m above the table")
+        bounded_real(self.goal_in_air_prob, "goal_in_air_prob", 0.0, 1.0, "a probability")
         return self
 
 

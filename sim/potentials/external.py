@@ -17,7 +17,7 @@ from ..jit import kernel_array
 from ..kernels import inertia as kernels
 from ..kernels import loads as load_kernels
 from .base import Potential, PotentialTerms, StageContext
-from .inertia import _NO_HESSIAN, project_psd_3x3
+from .inertia import _hessian_out, project_psd_3x3
 
 
 class Gravity(Potential):
@@ -80,7 +80,7 @@ class OffsetForces(Potential):
         load_kernels.offset_forces(
             ctx.model.bodies.kernel_arrays.is_static, kernel_array(ctx.offset_force), kernel_array(ctx.offset_local),
             kernel_array(com_position), kernel_array(rotation), want_hessian, bool(ctx.psd_project), terms.energy,
-            terms.gradient, terms.hessian_diag if want_hessian else _NO_HESSIAN)
+            terms.gradient, _hessian_out(terms))
         return terms
 
     def evaluate_numpy(self, ctx: StageContext, com_position, rotation, want_hessian):
