@@ -28,6 +28,8 @@ TABLE = (
     Row("Reach", "floating_gripper:FloatingGripper", "reach:ReachTask", 50),
     Row("PickAndPlace", "floating_gripper:FloatingGripper", "pick_and_place:PickAndPlaceTask", 50,
         (("block_gripper", False),)),
+    Row("Stack2", "floating_gripper:FloatingGripper", "stack:StackTask", 100, (("block_gripper", False), ("cubes", 2))),
+    Row("Stack3", "floating_gripper:FloatingGripper", "stack:StackTask", 150, (("block_gripper", False), ("cubes", 3))),
 )
 
 

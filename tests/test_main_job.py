@@ -46,8 +46,9 @@ def test_main_job_prints_its_table_and_writes_a_gif_per_task(tmp_path, capsys):
         assert int(m.group(7).replace(",", "")) > 0
         gif = out / f"{m.group(2).lower()}.gif"
         assert m.group(8) == str(gif) and gif.is_file()
-        # two 32 px worlds side by side; the reset frame + 50 steps at 25 Hz
-        assert gif_size_and_duration_ms(gif) == ((64, 32), 51 * 40)
+        # two 32 px worlds side by side; the reset frame + one episode (50 steps; Stack2 100, Stack3 150) at 25 Hz
+        steps = gym.spec(env_id).max_episode_steps
+        assert gif_size_and_duration_ms(gif) == ((64, 32), (steps + 1) * 40)
     assert sorted(p.name for p in out.iterdir()) == sorted(f"{r.group(2).lower()}.gif" for r in rows.values())
     assert f"{tour.TRAIN_COMMAND}" in text.splitlines()[-1]
 

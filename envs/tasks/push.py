@@ -139,21 +139,25 @@ class PushTask(Task):
 
     def parse_options(self, options: dict) -> dict:
         if "object_pose" in options:
-            what = "options['object_pose']"
-            position, quat = parse_pose(options["object_pose"], what)
-            low, high = (b.astype(np.float32).astype(np.float64) for b in self.cube_bounds())
-            if np.any(position < low) or np.any(position > high):
-                raise ValueError(f"{what} position {position.tolist()} lies outside the achieved_goal bounds "
-                                 f"{low.tolist()} .. {high.tolist()} (the arena)")
-            extent = box_extent(self.half, quat)
-            check_outside_table(position, extent, self.config.table_half_extents, f"{what} puts the cube",
-                                self.half)
-            home = self.robot_home()
-            check_clear_of_boxes(position, extent, *self.robot.boxes_at(home),
-                                 f"{what} puts the cube inside the gripper, which starts with its grip point at "
-                                 f"{home.tolist()} (home)")
+            position, quat, _ = self.parse_cube_pose(options["object_pose"], "options['object_pose']", "the cube")
             options["object_pose"] = position, quat
         return options
+
+    def parse_cube_pose(self, value, what: str, cube: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A requested cube pose (3,) or (7,) as (position, unit quaternion, world AABB half size); ValueError
+        (naming ``what`` and ``cube``) if it lies outside the arena, inside the table or inside the gripper."""
+        position, quat = parse_pose(value, what)
+        low, high = (b.astype(np.float32).astype(np.float64) for b in self.cube_bounds())
+        if np.any(position < low) or np.any(position > high):
+            raise ValueError(f"{what} position {position.tolist()} lies outside the achieved_goal bounds "
+                             f"{low.tolist()} .. {high.tolist()} (the arena)")
+        extent = box_extent(self.half, quat)
+        check_outside_table(position, extent, self.config.table_half_extents, f"{what} puts {cube}", self.half)
+        home = self.robot_home()
+        check_clear_of_boxes(position, extent, *self.robot.boxes_at(home),
+                             f"{what} puts {cube} inside the gripper, which starts with its grip point at "
+                             f"{home.tolist()} (home)")
+        return position, quat, extent
 
     def apply_options(self, options, goal, positions, quats) -> None:
         super().apply_options(options, goal, positions, quats)
