@@ -28,6 +28,8 @@ TABLE = (
     Row("Reach", "floating_gripper:FloatingGripper", "reach:ReachTask", 50),
     Row("PickAndPlace", "floating_gripper:FloatingGripper", "pick_and_place:PickAndPlaceTask", 50,
         (("block_gripper", False),)),
+    Row("Throw", "floating_gripper:FloatingGripper", "throw:ThrowTask", 50,
+        (("block_gripper", False), ("gripper_max_speed", 3.0))),
 )
 
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 from .pick_and_place import scripted_pick_and_place_action
 from .push import scripted_push_action
 from .reach import scripted_reach_action
+from .throw import scripted_throw_action
 
 POLICIES = {"push": scripted_push_action, "reach": scripted_reach_action,
             "pick_and_place": scripted_pick_and_place_action}
+POLICIES["throw"] = scripted_throw_action
 
 
 def scripted_policy_for(env_id: str):
