@@ -30,6 +30,8 @@ TABLE = (
         (("block_gripper", False),)),
     Row("Stack2", "floating_gripper:FloatingGripper", "stack:StackTask", 100, (("block_gripper", False), ("cubes", 2))),
     Row("Stack3", "floating_gripper:FloatingGripper", "stack:StackTask", 150, (("block_gripper", False), ("cubes", 3))),
+    Row("Throw", "floating_gripper:FloatingGripper", "throw:ThrowTask", 50,
+        (("block_gripper", False), ("gripper_max_speed", 3.0))),
 )
 
 

@@ -42,7 +42,8 @@ def test_main_job_prints_its_table_and_writes_a_gif_per_task(tmp_path, capsys):
         # the scripted policies solve their tasks (100% of 100 seeded episodes each, measured): 4 of 4 here
         assert m.group(2) == env_id.split("/")[1].split("-")[0]
         assert (int(m.group(4)), int(m.group(5))) == (4, 4) and float(m.group(3)) == 1.0
-        assert float(m.group(6)) < 50.0  # within the 5 cm success threshold
+        # within the 5 cm success threshold; Throw's distance is to the bin's floor centre (its inside: +-8 cm)
+        assert float(m.group(6)) < (120.0 if "Throw" in env_id else 50.0)
         assert int(m.group(7).replace(",", "")) > 0
         gif = out / f"{m.group(2).lower()}.gif"
         assert m.group(8) == str(gif) and gif.is_file()

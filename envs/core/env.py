@@ -62,7 +62,8 @@ def rewards_and_infos(worlds, obs: dict, dense: bool) -> tuple[np.ndarray, dict]
     achieved, desired = obs["achieved_goal"], obs["desired_goal"]
     terms = task.reward_terms(achieved, desired, dense)
     infos = {"is_success": task.is_success(achieved, desired),
-             "distance": task.distance(achieved, desired).astype(np.float64), **worlds.physics_infos()}
+             "distance": task.distance(achieved, desired).astype(np.float64), **worlds.physics_infos(),
+             **task.step_infos(worlds.scene)}
     infos.update({f"reward_{name}": np.asarray(value, dtype=np.float64) for name, value in terms.items()})
     return np.sum(list(terms.values()), axis=0).astype(np.float32), infos
 

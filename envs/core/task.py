@@ -69,6 +69,9 @@ class Task:
     def place_objects(self, scene, positions: np.ndarray, quats: np.ndarray, worlds: np.ndarray) -> None:
         """Object poses (K, objects, 3) / (K, objects, 4) in ``worlds``; a task without objects has none to place."""
 
+    def place_scenery(self, scene, goals: np.ndarray, worlds: np.ndarray) -> None:
+        """Move goal-dependent static actors (a bin) to the episode's goals (K, goal) in ``worlds``; most have none."""
+
     # --- observation -------------------------------------------------------------------------------------------------
     def observation(self, scene, robot: dict) -> dict:
         """The task's observation parts (W, n) from the scene, given the robot's parts ``robot``."""
@@ -76,6 +79,10 @@ class Task:
 
     def observation_bounds(self, robot: dict) -> dict:
         """Real bounds (low, high) of the task's observation parts, given the robot's."""
+        return {}
+
+    def step_infos(self, scene) -> dict:
+        """Task-specific info entries: name -> (W,) array of scalars per world (e.g. a landing point)."""
         return {}
 
     # --- goals, success, reward (vectorized over leading batch axes) ----------------------------------------------------

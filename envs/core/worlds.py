@@ -36,7 +36,7 @@ class RobotTaskWorlds:
         robot.place(home[None], np.zeros(1), np.arange(1))
         self._template = scene.snapshot()
         scene.set_num_worlds(self.num_worlds)
-        robot.start_commands(self.num_worlds, home)
+        robot.start_commands(self.num_worlds, home, self.config.control_dt)
         self.goal = np.zeros((self.num_worlds, *task.goal_shape))
         self.physics = physics_report(self.num_worlds)
         self._dynamic = [a for a in scene.get_actors() if not a.is_static()]
@@ -70,6 +70,7 @@ class RobotTaskWorlds:
             value[worlds] = 0  # nothing stepped yet in the new episode
         self.robot.reset_commands(worlds)
         self.task.place_objects(self.scene, positions, quats, worlds)
+        self.task.place_scenery(self.scene, self.goal[worlds], worlds)
 
     def check_options(self, worlds: np.ndarray, options: dict | None) -> dict:
         """Reset ``options`` validated and parsed for `reset_worlds` (ValueError names the option)."""

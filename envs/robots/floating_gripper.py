@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import superdex_gym.sim as mochi
-from superdex_gym.sim.validation import as_bool, real_array
+from superdex_gym.sim.validation import as_bool, as_real, bounded_real, real_array
 
 from ..core.config import GRASP_CONTACT, V_MAX
 
@@ -41,6 +41,9 @@ class GripperConfig:
     rotation_stiffness: float = 1e3  # N m/rad, keeps the fingers pointing down
     finger_friction: float = 1.0  # Coulomb coefficient of the fingers (combined with the object's by geometric mean)
     max_step_m: float = 0.05  # grip point displacement per control step at |action| = 1
+    # A Cartesian speed limit [m/s] (None: none, |action| = 1 moves max_step_m per axis): with it |action| = 1 moves
+    # the grip point max_speed x control_dt per axis and the displacement's norm is capped there (a real arm's limit).
+    max_speed_m_s: float | None = None
     block_gripper: bool = True
     workspace_low: tuple = (-0.3, -0.3, 0.005)  # m, grip point limits (z above the table top at 0)
     workspace_high: tuple = (0.3, 0.3, 0.3)
@@ -51,6 +54,9 @@ class GripperConfig:
         return self.palm_half_extents[2] + 2 * self.finger_half_extents[2]
 
     def validate(self) -> "GripperConfig":
+        if self.max_speed_m_s is not None:
+            bounded_real(self.max_speed_m_s, "gripper_max_speed", 0.0, 5.0, "the envs' escape-speed guard stops "
+                         "bodies above 6.1 m/s, and a UR5's end effector tops out near 3 m/s", low_open=True)
         for name in ("max_step_m", "finger_drive_stiffness", "finger_step_m"):
             value = getattr(self, name)
             if not (np.isfinite(value) and value > 0):
@@ -90,16 +96,19 @@ class FloatingGripper:
         self._workspace_high = np.asarray(config.workspace_high, dtype=np.float64)
 
     @staticmethod
-    def make_config(block_gripper=True, gripper_max_force=50.0) -> GripperConfig:
-        """The robot's ``gym.make`` kwargs: ``block_gripper`` (the finger command is ignored, as in Fetch) and
-        ``gripper_max_force``, the cap [N] on each body's drive force (None: uncapped)."""
+    def make_config(block_gripper=True, gripper_max_force=50.0, gripper_max_speed=None) -> GripperConfig:
+        """The robot's ``gym.make`` kwargs: ``block_gripper`` (the finger command is ignored, as in Fetch),
+        ``gripper_max_force``, the cap [N] on each body's drive force (None: uncapped), and ``gripper_max_speed``,
+        a Cartesian speed limit [m/s] that also scales the action (None: 5 cm per control step per axis)."""
         if gripper_max_force is not None and (
                 isinstance(gripper_max_force, (bool, np.bool_))
                 or not (isinstance(gripper_max_force, (int, float, np.integer, np.floating))
                         and np.isfinite(gripper_max_force) and gripper_max_force > 0)):
             raise ValueError(f"gripper_max_force must be None or a finite force > 0 [N], got {gripper_max_force!r}")
         return GripperConfig(block_gripper=as_bool(block_gripper, "block_gripper"),
-                             drive_max_force=None if gripper_max_force is None else float(gripper_max_force))
+                             drive_max_force=None if gripper_max_force is None else float(gripper_max_force),
+                             max_speed_m_s=None if gripper_max_speed is None
+                             else as_real(gripper_max_speed, "gripper_max_speed"))
 
     def check_home(self, home: np.ndarray) -> None:
         lo, hi = self._workspace_low, self._workspace_high
@@ -181,7 +190,11 @@ class FloatingGripper:
                 constraint.update_old_target(world=worlds)
 
     # --- commands (the robot's part of the state) -----------------------------------------------------------------
-    def start_commands(self, num_worlds: int, home: np.ndarray) -> None:
+    def start_commands(self, num_worlds: int, home: np.ndarray, control_dt: float = 0.04) -> None:
+        c = self.config
+        # grip displacement at |action| = 1 per axis, and the cap on its norm (inf: per-axis limits only)
+        self.max_step_m = c.max_step_m if c.max_speed_m_s is None else c.max_speed_m_s * control_dt
+        self._max_travel_m = np.inf if c.max_speed_m_s is None else self.max_step_m
         self.home = np.asarray(home, dtype=np.float64)
         self._target = np.repeat(self.home[None], num_worlds, axis=0)  # commanded grip point (W, 3)
         self._opening = np.zeros(num_worlds)  # commanded finger opening (W,) m
@@ -202,8 +215,11 @@ class FloatingGripper:
         else:  # rate-limited: fingers closed in one control step slam into an object at ~1 m/s
             wanted = 0.5 * (actions[:, 3] + 1.0) * c.max_opening_m
             opening = self._opening + np.clip(wanted - self._opening, -c.finger_step_m, c.finger_step_m)
-        self._end = (np.clip(grip + actions[:, :3] * c.max_step_m, self._workspace_low, self._workspace_high),
-                     opening)
+        move = actions[:, :3] * self.max_step_m
+        if np.isfinite(self._max_travel_m):
+            norm = np.linalg.norm(move, axis=1, keepdims=True)
+            move = move * np.minimum(1.0, self._max_travel_m / np.maximum(norm, 1e-12))
+        self._end = (np.clip(grip + move, self._workspace_low, self._workspace_high), opening)
 
     def drive(self, fraction: float) -> None:
         """Drive targets ``fraction`` of the way from the step's start commands to its end ones."""

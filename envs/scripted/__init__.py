@@ -10,10 +10,11 @@ from .pick_and_place import scripted_pick_and_place_action
 from .push import scripted_push_action
 from .reach import scripted_reach_action
 from .stack import scripted_stack_action
+from .throw import scripted_throw_action
 
 POLICIES = {"push": scripted_push_action, "reach": scripted_reach_action,
             "pick_and_place": scripted_pick_and_place_action,
-            "stack": scripted_stack_action}
+            "stack": scripted_stack_action, "throw": scripted_throw_action}
 
 
 def scripted_policy_for(env_id: str):
