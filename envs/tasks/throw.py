@@ -114,7 +114,8 @@ class ThrowTask(PushTask):
         self.bin_walls = [
             scene.create_rigid_actor(name=f"bin_wall_{k}", shape=mochi.create_box_mesh_shape(list(half)),
                                      is_static=True, collider_type=mochi.ColliderType.BOX,
-                                     world_from_local=mochi.TransformRT(translation=offset + [0.75, 0.0, self.target_z]))
+                                     world_from_local=mochi.TransformRT(
+                                         translation=offset + [0.75, 0.0, self.target_z]))
             for k, (half, offset) in enumerate(self.bin_wall_boxes())
         ]
 
