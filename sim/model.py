@@ -179,4 +179,15 @@ class State:
         return int(self.num_history.shape[0])
 
     def copy(self) -> "State":
-        return copy.deepcopy(self)
+        """A deep copy: every array copied, the history's Kinematics too (written out: copy.deepcopy's generic
+        walk cost ~0.4 ms per call, taken before every env substep by the env guard)."""
+        out = copy.copy(self)
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, np.ndarray):
+                setattr(out, f.name, value.copy())
+            elif f.name == "history":
+                out.history = [h.copy() for h in value]
+            elif not isinstance(value, (int, float, str, type(None))):
+                setattr(out, f.name, copy.deepcopy(value))
+        return out

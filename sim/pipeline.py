@@ -12,6 +12,7 @@ then shifts every world's history (the new state becomes y_n). Every stage is ve
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +27,7 @@ from .integration import (
     step_start_vectors,
 )
 from .model import Kinematics, Model, State, convergence_weights
+from . import newton_kernel
 from .newton import newton_solve
 from .params import ConvergenceStatus, InitialGuess, SolverParams
 from .potentials.base import StageContext
@@ -33,6 +35,20 @@ from .potentials.external import DofLoads, Gravity, OffsetForces
 from .potentials.inertia import NewtonEulerInertia, RotationalInertia, TranslationalInertia
 
 CORE_POTENTIALS = (TranslationalInertia(), RotationalInertia(), NewtonEulerInertia(), Gravity(), DofLoads(), OffsetForces())
+# Opt-in (environment variable SUPERDEX_COMPILED_NEWTON=1, or set this to True): stages whose scene the compiled
+# per-world Newton covers run on it (sim/newton_kernel.py, docs/engine.md "Solver paths"). Off by default: its
+# one-time compile is ~50 s on these machines, over the issue-12 budget of 30 s for every kernel together.
+COMPILED_NEWTON = os.environ.get("SUPERDEX_COMPILED_NEWTON", "0") == "1"
+
+
+def solver_path(potentials, params) -> tuple:
+    """("compiled", plan) or ("numpy", reason) for a step with these potentials (sim/newton_kernel.py)."""
+    if not COMPILED_NEWTON:
+        return "numpy", "the compiled Newton is off (SUPERDEX_COMPILED_NEWTON=1 turns it on)"
+    kplan = newton_kernel.plan(CORE_POTENTIALS + tuple(potentials), params)
+    if isinstance(kplan, str):
+        return "numpy", kplan
+    return "compiled", kplan
 
 @dataclass
 class StepReport:
@@ -47,6 +63,7 @@ class StepReport:
     num_stages: int = 0
     # Per world group: (worlds, last stage's StageContext, its end com_position, rotation), for force queries.
     last_stages: list = None
+    solver_path: str = ""  # "compiled" or "numpy: <reason>" (sim/newton_kernel.py)
 
 
 def velocity_sym_for_spin(omega: np.ndarray, h: float) -> np.ndarray:
@@ -89,12 +106,15 @@ def step(model: Model, state: State, dt: float, solver: SolverParams, gravity: n
     needed = effective_tableau(method, 3).num_history
     avail = np.minimum(state.num_history, needed)
     potentials = CORE_POTENTIALS + tuple(extra_potentials)
+    path, kplan = solver_path(extra_potentials, solver.non_linear_solver)
+    report.solver_path = "compiled" if path == "compiled" else f"numpy: {kplan}"
+    kplan = kplan if path == "compiled" else None
     new_history0 = state.current.copy()
     groups = [int(avail[0])] if avail.size and np.all(avail == avail[0]) else np.unique(avail).tolist()
     for count in groups:
         worlds = np.arange(num_worlds) if len(groups) == 1 else np.nonzero(avail == count)[0]
         tab = effective_tableau(method, int(count))
-        _GroupStep(model, state, worlds, tab, dt, solver, gravity, potentials).run(new_history0, report)
+        _GroupStep(model, state, worlds, tab, dt, solver, gravity, potentials, kplan).run(new_history0, report)
     # Shift the history: the new completed step becomes y_n.
     state.history = [new_history0] + state.history[:2]
     state.num_history = np.minimum(state.num_history + 1, 3)
@@ -110,8 +130,9 @@ class _GroupStep:
     """One step of the batch worlds ``worlds``, which share a history length and so a tableau, as named stages
     (the module docstring lists them in the order ``run`` calls them)."""
 
-    def __init__(self, model, state, worlds, tab: Tableau, dt, solver, gravity, potentials):
+    def __init__(self, model, state, worlds, tab: Tableau, dt, solver, gravity, potentials, kplan=None):
         self.model, self.state, self.worlds, self.tab, self.dt = model, state, worlds, tab, dt
+        self.kplan = kplan  # newton_kernel.KernelPlan: the compiled Newton; None: the numpy one
         self.solver, self.gravity, self.potentials = solver, gravity, potentials
         self.static = model.bodies.is_static
         self.sel = self.static[None, :, None]  # broadcasts over (W, N, 3)
@@ -132,7 +153,10 @@ class _GroupStep:
             start = self.stage_start(i, star, stages)
             ctx = self.stage_context(i, start)
             guess_c, guess_r = self.initial_guess(i, ctx, hist[0] if i == 0 else stages[-1])
-            res = newton_solve(self.potentials, ctx, guess_c, guess_r, self.solver.non_linear_solver)
+            if self.kplan is not None:
+                res = newton_kernel.solve(self.kplan, ctx, guess_c, guess_r, self.solver.non_linear_solver)
+            else:
+                res = newton_solve(self.potentials, ctx, guess_c, guess_r, self.solver.non_linear_solver)
             _record_solve(report, res)
             group_status = _worst(group_status, res.status)
             diverged |= res.status == ConvergenceStatus.DIVERGED.value

@@ -423,6 +423,12 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         return self._state.status.copy()
 
     # --- stepping ------------------------------------------------------------------------------------------------
+    def solver_path(self) -> str:
+        """Which Newton this scene's stages take now: "compiled" (sim/kernels/newton.py) or "numpy: <reason>"
+        (docs/engine.md, "Solver paths"). Decided from the scene's composition and solver settings only."""
+        path, detail = pipeline.solver_path(self._extra_potentials, self._solver.non_linear_solver)
+        return "compiled" if path == "compiled" else f"numpy: {detail}"
+
     def step(self, time_step_sec: float) -> None:
         """Advance every world by ``time_step_sec`` seconds. ``step(0)`` runs the callbacks only."""
         if isinstance(time_step_sec, (bool, str, bytes)):

@@ -71,6 +71,8 @@ def case_free_bodies(num_worlds: int, repeats: int, steps: int):
 
 def _contact_scene(kind: str, num_worlds: int):
     """The issue-3 contact cases: a sphere dropped on a plane, an aligned 5-box stack, a 20-body pile."""
+    if kind == "pile":
+        return _pile_scene(20, num_worlds)
     scene = mochi.create_scene(kind)
     scene.create_rigid_actor(name="ground", shape=mochi.create_plane_shape(normal=[0, 1, 0], distance=0.0),
                              is_static=True)
@@ -83,13 +85,7 @@ def _contact_scene(kind: str, num_worlds: int):
             scene.create_rigid_actor(name=f"box{k}", shape=box, density=1000.0,
                                      world_from_local=mochi.TransformRT(translation=[0, 0.0993 + 0.1993 * k, 0]))
     else:
-        rng = np.random.default_rng(2)
-        box = mochi.create_box_mesh_shape([0.05, 0.05, 0.05])
-        for k in range(20):
-            xz = rng.uniform(-0.15, 0.15, 2)
-            scene.create_rigid_actor(name=f"b{k}", shape=box, density=1000.0,
-                                     world_from_local=mochi.TransformRT(mochi.Quaternion.from_rotation_vector(
-                                         rng.normal(size=3)), [xz[0], 0.06 + 0.11 * k, xz[1]]))
+        raise ValueError(f"unknown contact scene {kind!r}")
     scene.set_num_worlds(num_worlds)
     return scene
 
@@ -187,6 +183,120 @@ CASES = {
 }
 
 
+def _pile_scene(num_bodies: int, num_worlds: int):
+    """The 20-body pile's recipe with ``num_bodies`` boxes."""
+    scene = mochi.create_scene("pile")
+    scene.create_rigid_actor(name="ground", shape=mochi.create_plane_shape(normal=[0, 1, 0], distance=0.0),
+                             is_static=True)
+    rng = np.random.default_rng(2)
+    box = mochi.create_box_mesh_shape([0.05, 0.05, 0.05])
+    for k in range(num_bodies):
+        xz = rng.uniform(-0.15, 0.15, 2)
+        scene.create_rigid_actor(name=f"b{k}", shape=box, density=1000.0,
+                                 world_from_local=mochi.TransformRT(mochi.Quaternion.from_rotation_vector(
+                                     rng.normal(size=3)), [xz[0], 0.06 + 0.11 * k, xz[1]]))
+    scene.set_num_worlds(num_worlds)
+    return scene
+
+
+def _state_bytes_per_world(scene) -> float:
+    """Bytes of the scene's batched state (every history entry and per-world array) per world."""
+    from dataclasses import fields
+
+    state = scene._state
+    total = 0
+    for f in fields(state):
+        value = getattr(state, f.name)
+        if f.name == "history":
+            total += sum(getattr(h, g.name).nbytes for h in value for g in fields(h))
+        elif isinstance(value, np.ndarray) and f.name != "offset_local":
+            total += value.nbytes
+    return total / state.num_worlds
+
+
+def _engine_rate(scene, steps: int) -> float:
+    scene.step(0.01)  # warm-up (and into contact)
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        scene.step(0.01)
+    return steps / (time.perf_counter() - t0)
+
+
+def scaling(worlds=(1, 4, 16, 64, 256, 1024, 4096), bodies=(1, 2, 5, 10, 20, 50), pile_worlds=64,
+            env_steps=20, steps=3) -> dict:
+    """How cost grows with worlds (Push-v0 through make_vec, the aligned 5-box stack) and with bodies (a pile at
+    ``pile_worlds`` worlds), with the state bytes per world. One run per point (the trend, not a median)."""
+    import gymnasium as gym
+
+    import superdex_gym  # noqa: F401  (registers the envs)
+
+    rows = {"worlds": [], "bodies": []}
+    for w in worlds:
+        env = gym.make_vec("SuperDex/Push-v0", num_envs=w)
+        env.reset(seed=0)
+        env.action_space.seed(0)
+        env.step(env.action_space.sample())
+        t0 = time.perf_counter()
+        for _ in range(env_steps):
+            env.step(env.action_space.sample())
+        push = env_steps / (time.perf_counter() - t0)
+        push_bytes = _state_bytes_per_world(env.unwrapped.worlds.scene)
+        env.close()
+        stack = _contact_scene("stack", w)
+        rate = _engine_rate(stack, steps)
+        rows["worlds"].append({"W": w, "Push env steps/s": push, "Push world-steps/s": push * w,
+                               "Push state bytes/world": push_bytes, "stack engine steps/s": rate,
+                               "stack world-steps/s": rate * w, "stack state bytes/world":
+                               _state_bytes_per_world(stack)})
+    for n in bodies:
+        pile = _pile_scene(n, pile_worlds)
+        rate = _engine_rate(pile, steps)
+        rows["bodies"].append({"bodies": n, "W": pile_worlds, "engine steps/s": rate,
+                               "world-steps/s": rate * pile_worlds, "state bytes/world": _state_bytes_per_world(pile)})
+    return rows
+
+
+def write_scaling(rows: dict, out_dir) -> tuple:
+    """The scaling tables as markdown and a two-panel plot (PNG) in ``out_dir``; returns both paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    lines = ["| W | Push-v0 env steps/s | Push world-steps/s | stack engine steps/s | stack world-steps/s | "
+             "state bytes/world (Push / stack) |", "|---|---|---|---|---|---|"]
+    for r in rows["worlds"]:
+        lines.append(f"| {r['W']} | {r['Push env steps/s']:,.1f} | {r['Push world-steps/s']:,.0f} | "
+                     f"{r['stack engine steps/s']:,.1f} | {r['stack world-steps/s']:,.0f} | "
+                     f"{r['Push state bytes/world']:,.0f} / {r['stack state bytes/world']:,.0f} |")
+    lines += ["", "| bodies (pile) | W | engine steps/s | world-steps/s | state bytes/world |", "|---|---|---|---|---|"]
+    for r in rows["bodies"]:
+        lines.append(f"| {r['bodies']} | {r['W']} | {r['engine steps/s']:,.1f} | {r['world-steps/s']:,.0f} | "
+                     f"{r['state bytes/world']:,.0f} |")
+    table = out / "scaling.md"
+    table.write_text("\n".join(lines) + "\n")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    ws = [r["W"] for r in rows["worlds"]]
+    left.loglog(ws, [r["Push world-steps/s"] for r in rows["worlds"]], "o-", label="Push-v0 (env steps x W)")
+    left.loglog(ws, [r["stack world-steps/s"] for r in rows["worlds"]], "s-", label="5-box stack (engine)")
+    left.set_xlabel("worlds W")
+    left.set_ylabel("world-steps/s")
+    left.legend()
+    left.grid(True, which="both", alpha=0.3)
+    bs = [r["bodies"] for r in rows["bodies"]]
+    right.loglog(bs, [r["world-steps/s"] for r in rows["bodies"]], "o-")
+    right.set_xlabel(f"bodies in the pile (W={rows['bodies'][0]['W'] if rows['bodies'] else '-'})")
+    right.set_ylabel("world-steps/s")
+    right.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    plot = out / "scaling.png"
+    fig.savefig(plot, dpi=100)
+    plt.close(fig)
+    return table, plot
+
+
 RATIO_NOTE = ("xR baseline = the case's engine steps/s divided by the baseline's rate in batches of 1000 numpy 6x6 "
               "solves/s: x0.1 means one engine step takes as long as 10 such batches (10 000 solves) on this "
               "machine. Shared machines drift; compare ratios, not raw rates, between runs.")
@@ -202,6 +312,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--skip-env", action="store_true", help="engine cases only")
     parser.add_argument("--json", default=None, metavar="PATH", help="also write the results as JSON to PATH")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--scaling", default=None, metavar="DIR",
+                        help="instead of the cases: cost against worlds (1..4096) and bodies (1..50), state bytes "
+                             "per world; writes DIR/scaling.md and DIR/scaling.png")
     return parser
 
 
@@ -209,6 +322,11 @@ def main(argv=None) -> int:
     from tqdm import tqdm
 
     args = build_parser().parse_args(argv)
+    if args.scaling:
+        table, plot = write_scaling(scaling(), args.scaling)
+        print(table.read_text())
+        print(f"plot written to {plot}")
+        return 0
     cases = [name for name in CASES if not args.only or args.only in name]
     run_env = not args.skip_env and not args.only
     machine = {"python": platform.python_version(), "numpy": np.__version__, "machine": platform.machine()}

@@ -26,3 +26,20 @@ def test_one_case_to_json_with_its_ratio_explained(tmp_path, capsys):
     case, base = report["cases"]["sphere on plane, W=1"], report["baseline"]["batches of 1000 solves/s"]
     assert case["engine steps/s"] > 0 and case["ratio to baseline"] == pytest.approx(case["engine steps/s"] / base)
     assert f"(x{case['ratio to baseline']:.3g} baseline)" in out
+
+
+def test_scaling_tables_and_plot(tmp_path):
+    from superdex_gym import benchmark
+
+    rows = benchmark.scaling(worlds=(1, 2), bodies=(1, 2), pile_worlds=2, env_steps=1, steps=1)
+    assert [r["W"] for r in rows["worlds"]] == [1, 2]
+    assert [r["bodies"] for r in rows["bodies"]] == [1, 2]
+    # State per world: history (3 entries of 2 x (N, 3) + 2 x (N, 3, 3) float64) and the per-world arrays grow
+    # with the bodies; the same per world whatever W.
+    assert rows["worlds"][0]["stack state bytes/world"] == rows["worlds"][1]["stack state bytes/world"]
+    assert rows["bodies"][1]["state bytes/world"] > rows["bodies"][0]["state bytes/world"]
+    assert all(r["stack world-steps/s"] > 0 and r["Push world-steps/s"] > 0 for r in rows["worlds"])
+    table, plot = benchmark.write_scaling(rows, tmp_path)
+    data_rows = [line for line in table.read_text().splitlines() if line[:3] in ("| 1", "| 2")]
+    assert len(data_rows) == 4  # two rows in each table
+    assert plot.stat().st_size > 1000

@@ -1,0 +1,581 @@
+"""The stage Newton solve as one kernel: every world's whole Newton loop (potentials, PSD-projected Hessian blocks,
+the small dense solve, line search, stopping tests, best iterate on stop) in one call per stage.
+
+sim/newton.py (`_NewtonRun`) is the numpy formulation and the oracle; this kernel follows it step by step for
+one world at a time, so a world's result never depends on the others in the batch (stepped together == alone,
+bit for bit). The potentials are the kernels of sim/kernels/ called on one world's buffers (leading axis 1), in
+the order and with the summation of `newton.evaluate_potentials`. What differs from numpy by round-off: the
+6x6 / 6D x 6D solves (LU with partial pivoting written out here instead of LAPACK's), the rotation update
+exp(skew(-lam dx)) R, and the norms of the stopping tests (sequential sums instead of numpy's einsum).
+
+Which scenes take this path is decided in sim/newton_kernel.py (`plan`), once per step from the scene's
+composition, never by a run-time failure.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..jit import kernel
+from .constraints import one_actor_compliance, point_pivot_values, rotation_pivot_values
+from .contact import contact_terms
+from .inertia import gravity, rotational_inertia, translational_inertia
+from .loads import dof_loads, newton_euler_inertia, offset_forces
+
+NOT_STARTED, CONVERGED, STOPPED, DIVERGED = 0, 1, 2, 3  # params.ConvergenceStatus values
+LS_NONE, LS_SIMPLE, LS_ARMIJO, LS_RESIDUAL_NORM, LS_ARMIJO_OR_RESIDUAL_NORM = 0, 1, 2, 5, 6  # LineSearchType
+_SMALL_ANGLE = 1e-4  # lie._SMALL_ANGLE
+
+
+@kernel
+def lu_solve(a, b, x, n, perm):
+    """Solve a[:n, :n] x = b[:n] by LU with partial pivoting (a is overwritten); False when a pivot is exactly
+    zero (LAPACK gesv's singular case). ``perm`` (n,) int scratch."""
+    for i in range(n):
+        perm[i] = i
+        x[i] = b[i]
+    for k in range(n):
+        p = k
+        best = abs(a[k, k])
+        for i in range(k + 1, n):
+            v = abs(a[i, k])
+            if v > best:
+                best, p = v, i
+        if best == 0.0:
+            return False
+        if p != k:
+            for j in range(n):
+                t = a[k, j]
+                a[k, j] = a[p, j]
+                a[p, j] = t
+            t = x[k]
+            x[k] = x[p]
+            x[p] = t
+        piv = a[k, k]
+        for i in range(k + 1, n):
+            f = a[i, k] / piv
+            a[i, k] = f
+            if f != 0.0:
+                for j in range(k + 1, n):
+                    a[i, j] -= f * a[k, j]
+                x[i] -= f * x[k]
+    for i in range(n - 1, -1, -1):
+        s = x[i]
+        for j in range(i + 1, n):
+            s -= a[i, j] * x[j]
+        x[i] = s / a[i, i]
+    return True
+
+
+@kernel
+def _solve_system(mat, rhs, sol, n, work, perm):
+    """sol = mat^-1 rhs for the n x n system (mat kept); the minimum-norm least-squares solution when the LU
+    fails or is not finite and the system is (newton._batched_solve's rare path). False: no finite solution."""
+    for i in range(n):
+        for j in range(n):
+            work[i, j] = mat[i, j]
+    ok = lu_solve(work, rhs, sol, n, perm)
+    if ok:
+        for i in range(n):
+            if not np.isfinite(sol[i]):
+                ok = False
+                break
+    if ok:
+        return True
+    for i in range(n):
+        if not np.isfinite(rhs[i]):
+            return False
+        for j in range(n):
+            if not np.isfinite(mat[i, j]):
+                return False
+    m = np.ascontiguousarray(mat[:n, :n])
+    r = np.ascontiguousarray(rhs[:n])
+    x = np.linalg.lstsq(m, r, np.finfo(np.float64).eps * n)[0]
+    for i in range(n):
+        sol[i] = x[i]
+        if not np.isfinite(x[i]):
+            return False
+    return True
+
+
+@kernel
+def _newton_direction(grad, hess, coupling, slot_a, slot_b, has_coupling, is_static, dyn_index, dx, dense, rhs,
+                      sol, work, perm):
+    """dx (N, 6) solving K dx = r over the dynamic bodies of one world (newton._solve): one 6x6 solve per body
+    unless a contact coupling block between two dynamic bodies is non-zero, then one dense 6D x 6D solve."""
+    num_dyn = dyn_index.shape[0]
+    coupled = False
+    if has_coupling:
+        for s in range(coupling.shape[0]):
+            for i in range(6):
+                for j in range(6):
+                    if coupling[s, i, j] != 0.0:
+                        coupled = True
+    for n in range(dx.shape[0]):
+        for i in range(6):
+            dx[n, i] = 0.0
+    ok = True
+    if not coupled:
+        for d in range(num_dyn):
+            n = dyn_index[d]
+            for i in range(6):
+                rhs[i] = grad[n, i]
+            if not _solve_system(hess[n], rhs, sol, 6, work, perm):
+                ok = False
+            for i in range(6):
+                dx[n, i] = sol[i]
+    else:
+        size = 6 * num_dyn
+        local = np.full(is_static.shape[0], -1, np.int64)
+        for d in range(num_dyn):
+            local[dyn_index[d]] = d
+        for i in range(size):
+            for j in range(size):
+                dense[i, j] = 0.0
+        for d in range(num_dyn):
+            n = dyn_index[d]
+            for i in range(6):
+                rhs[6 * d + i] = grad[n, i]
+                for j in range(6):
+                    dense[6 * d + i, 6 * d + j] = hess[n, i, j]
+        for s in range(coupling.shape[0]):
+            la, lb = local[slot_a[s]], local[slot_b[s]]
+            if la < 0 or lb < 0:
+                continue
+            for i in range(6):
+                for j in range(6):
+                    dense[6 * la + i, 6 * lb + j] += coupling[s, i, j]
+                    dense[6 * lb + j, 6 * la + i] += coupling[s, i, j]
+        ok = _solve_system(dense, rhs, sol, size, work, perm)
+        for d in range(num_dyn):
+            for i in range(6):
+                dx[dyn_index[d], i] = sol[6 * d + i]
+    if not ok:
+        for n in range(dx.shape[0]):
+            for i in range(6):
+                dx[n, i] = 0.0
+    return ok
+
+
+@kernel
+def _exp_times(theta, rot, out):
+    """out = exp(skew(theta)) rot (lie.exp_so3 with its small-angle series)."""
+    x, y, z = theta[0], theta[1], theta[2]
+    angle_sq = (x * x + y * y) + z * z
+    angle = np.sqrt(angle_sq)
+    if angle < _SMALL_ANGLE:
+        ca = 1.0 - angle_sq / 6.0 + angle_sq * angle_sq / 120.0
+        cb = 0.5 - angle_sq / 24.0 + angle_sq * angle_sq / 720.0
+    else:
+        ca = np.sin(angle) / angle
+        cb = (1.0 - np.cos(angle)) / (angle * angle)
+    # K = [[0, -z, y], [z, 0, -x], [-y, x, 0]], K^2 = theta theta^T - |theta|^2 1
+    e00 = 1.0 + cb * (-(y * y) - z * z)
+    e11 = 1.0 + cb * (-(x * x) - z * z)
+    e22 = 1.0 + cb * (-(x * x) - y * y)
+    e01 = -ca * z + cb * (x * y)
+    e02 = ca * y + cb * (x * z)
+    e10 = ca * z + cb * (x * y)
+    e12 = -ca * x + cb * (y * z)
+    e20 = -ca * y + cb * (x * z)
+    e21 = ca * x + cb * (y * z)
+    for j in range(3):
+        r0, r1, r2 = rot[0, j], rot[1, j], rot[2, j]
+        out[0, j] = (e00 * r0 + e01 * r1) + e02 * r2
+        out[1, j] = (e10 * r0 + e11 * r1) + e12 * r2
+        out[2, j] = (e20 * r0 + e21 * r1) + e22 * r2
+
+
+@kernel
+def _zero(e, g, h):
+    e[0] = 0.0
+    g[:] = 0.0
+    h[:] = 0.0
+
+
+@kernel
+def _add_terms(total_e, total_g, total_h, e, g, h, first):
+    """total = terms (first potential: a copy, as evaluate_potentials' sum starts) or total += terms."""
+    if first:
+        total_e[0] = e[0]
+        total_g[:] = g
+        total_h[:] = h
+    else:
+        total_e[0] = total_e[0] + e[0]
+        total_g += g
+        total_h += h
+
+
+@kernel
+def newton_stage(
+        # bodies (model.bodies.kernel_arrays) and the flags of the optional core potentials
+        mass, second_moment, is_static, has_gravity, rot_active, inertia, ne_active, any_newton_euler, dyn_index,
+        # stage context, leading axis W (the group's worlds)
+        stage_dt, com0, rot0, vel0, omega0, sym0, gravity_w, external_force, offset_force, offset_local,
+        has_offset_forces, force_weight, torque_weight,
+        # contact (ContactPotential's frozen arrays, spread) and its configuration
+        has_contact, s_points, s_normals, s_weights, s_start, s_count, p_colliding, p_collider, p_collider_index,
+        p_k, p_eps, p_delta, p_mu, p_c_t, p_c_n, p_falloff_vel, p_max_alignment, p_use_collider_normal,
+        p_dissipative, p_reach, p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector, p_bound_scalar,
+        p_slot, p_flip, c_kind, c_center, c_half_extents, c_rotation, c_radius, c_normal, c_offset, c_grid_values,
+        c_grid_start, c_grid_dims, c_grid_min, c_grid_max, c_grid_cell, friction_model, fade_friction,
+        implicit_normal_force, fitted_hessian, slot_a, slot_b,
+        # pivot constraints: position (pp_) and rotation (pr_) sets, constraint-system order pivot_order
+        has_constraints, pivot_order, world_index, pp_count, pp_actors, pp_arm, pp_target, pp_g_old, pp_stiffness,
+        pp_damp, pp_saturation, pp_damped, pr_count, pr_actors, pr_local_rotation, pr_target, pr_g_old, pr_stiffness, pr_damp, pr_saturation, pr_damped,
+        # solver parameters
+        max_iter, global_convergence, abs_tol, rel_tol, rel_step_tol, psd_project, explosion_control, abs_div_tol,
+        rel_div_tol, ls_type, ls_max_iter, ls_alpha, ls_wolfe1, ls_max_rel_increase, best_iterate_on_stop,
+        # the start iterate (W, N, 3), (W, N, 3, 3) and the outputs
+        guess_c, guess_r, out_c, out_r, out_grad, status, iterations, ls_iterations):
+    num_worlds, n = guess_c.shape[0], guess_c.shape[1]
+    num_slots = slot_a.shape[0]
+    num_dyn = dyn_index.shape[0]
+    # One world's buffers (leading axis 1: the potential kernels loop over worlds).
+    c = np.empty((1, n, 3))
+    r = np.empty((1, n, 3, 3))
+    c_try = np.empty((1, n, 3))
+    r_try = np.empty((1, n, 3, 3))
+    c0 = np.empty((1, n, 3))
+    r0 = np.empty((1, n, 3, 3))
+    v0 = np.empty((1, n, 3))
+    om0 = np.empty((1, n, 3))
+    s0 = np.empty((1, n, 3, 3))
+    grav = np.empty((1, 3))
+    load = np.empty((1, n, 6))
+    off_f = np.empty((1,) + offset_force.shape[1:])
+    e_tot = np.empty(1)
+    g_tot = np.empty((1, n, 6))
+    h_tot = np.empty((1, n, 6, 6))
+    e_try = np.empty(1)
+    g_try = np.empty((1, n, 6))
+    h_try = np.empty((1, n, 6, 6))
+    e_one = np.empty(1)
+    g_one = np.empty((1, n, 6))
+    h_one = np.empty((1, n, 6, 6))
+    k_one = np.empty((1, num_slots, 6, 6))
+    k_tot = np.empty((1, num_slots, 6, 6))
+    k_try = np.empty((1, num_slots, 6, 6))
+    best_c = np.empty((n, 3))
+    best_r = np.empty((n, 3, 3))
+    best_g = np.empty((n, 6))
+    dx = np.empty((n, 6))
+    size = max(6 * num_dyn, 6)
+    dense = np.empty((size, size))
+    rhs = np.empty(size)
+    sol = np.empty(size)
+    work = np.empty((size, size))
+    perm = np.empty(size, np.int64)
+    no_blocks = np.zeros((0, 0, 6, 6))
+    pp_g = np.empty((1, pp_count, 3))
+    pp_jac = np.empty((1, pp_count, 3, 6))
+    pp_gold = np.empty((1, pp_count, 3))
+    pr_g = np.empty((1, pr_count, 3))
+    pr_jac = np.empty((1, pr_count, 3, 6))
+    pr_gold = np.empty((1, pr_count, 3))
+    rows = np.empty(1, np.int64)
+    rho0 = np.empty(n)
+    for w in range(num_worlds):
+        c0[0] = com0[w]
+        r0[0] = rot0[w]
+        v0[0] = vel0[w]
+        om0[0] = omega0[w]
+        s0[0] = sym0[w]
+        grav[0] = gravity_w[w]
+        load[0] = external_force[w]
+        any_load = False
+        for b in range(n):
+            for i in range(6):
+                if load[0, b, i] != 0.0:
+                    any_load = True
+        if has_offset_forces:
+            off_f[0] = offset_force[w]
+        if pp_count:
+            pp_gold[0] = pp_g_old[w]
+        if pr_count:
+            pr_gold[0] = pr_g_old[w]
+        rows[0] = world_index[w]
+        c_try[0] = guess_c[w]
+        r_try[0] = guess_r[w]
+        # One call site of _evaluate (the potentials are compiled into this kernel once): the first pass evaluates
+        # the start iterate, every later pass a line-search trial.
+        started = False
+        stop_next = False
+        best_energy = np.inf
+        st = NOT_STARTED
+        iters = 0
+        ls_used_max = 0
+        it = 0
+        k = 0
+        lam = 1.0
+        max_tries = 1 if ls_type == LS_NONE else ls_max_iter
+        norm0 = 0.0
+        norm_start = 0.0
+        slope = 0.0
+        e_start = 0.0
+        while True:
+            _evaluate(
+                mass, second_moment, is_static, has_gravity, rot_active, inertia, ne_active, any_newton_euler,
+                stage_dt, c0, r0, v0, om0, s0, grav, load, any_load, off_f, offset_local, has_offset_forces,
+                has_contact, s_points, s_normals, s_weights, s_start, s_count, p_colliding, p_collider,
+                p_collider_index, p_k, p_eps, p_delta, p_mu, p_c_t, p_c_n, p_falloff_vel, p_max_alignment,
+                p_use_collider_normal, p_dissipative, p_reach, p_sphere_center, p_sphere_radius, p_bound_is_half,
+                p_bound_vector, p_bound_scalar, p_slot, p_flip, c_kind, c_center, c_half_extents, c_rotation,
+                c_radius, c_normal, c_offset, c_grid_values, c_grid_start, c_grid_dims, c_grid_min, c_grid_max,
+                c_grid_cell, friction_model, fade_friction, implicit_normal_force, fitted_hessian, has_constraints,
+                pivot_order, pp_count, pp_actors, pp_arm, pp_target, pp_gold, pp_stiffness, pp_damp, pp_saturation,
+                pp_damped, pr_count, pr_actors, pr_local_rotation, pr_target, pr_gold, pr_stiffness, pr_damp,
+                pr_saturation, pr_damped, psd_project, c_try, r_try, e_try, g_try, h_try, k_try, e_one, g_one,
+                h_one, k_one, pp_g, pp_jac, pr_g, pr_jac, rows, no_blocks)
+            if not started:
+                accept = True
+                started = True
+            else:  # the line search's test of trial k (newton._line_search)
+                last = k == max_tries - 1
+                if ls_type == LS_NONE:
+                    accept = True
+                else:
+                    norm_ok = _norm(g_try[0]) <= norm_start
+                    armijo_ok = e_try[0] <= e_start - ls_wolfe1 * lam * slope
+                    if ls_type == LS_RESIDUAL_NORM:
+                        accept = norm_ok
+                    elif ls_type == LS_ARMIJO:
+                        accept = armijo_ok
+                    elif ls_type == LS_ARMIJO_OR_RESIDUAL_NORM:
+                        accept = norm_ok or armijo_ok
+                    else:  # SIMPLE
+                        accept = e_try[0] <= e_start + ls_max_rel_increase * abs(e_start)
+                    accept = accept or last
+                if accept:
+                    ls_used_max = max(ls_used_max, k)
+                    it += 1
+                else:
+                    k += 1
+                    lam *= ls_alpha
+                    _trial(c, r, dx, lam, dyn_index, c_try, r_try)
+                    continue
+            c[0] = c_try[0]
+            r[0] = r_try[0]
+            e_tot[0] = e_try[0]
+            g_tot[0] = g_try[0]
+            h_tot[0] = h_try[0]
+            k_tot[0] = k_try[0]
+            if it == 0:
+                _actor_residuals(g_tot[0], is_static, force_weight, torque_weight[w], rho0)
+                norm0 = _norm(g_tot[0])
+            # Newton iteration ``it``: best iterate, finishing status, direction, step test, line search start.
+            if best_iterate_on_stop and e_tot[0] < best_energy:
+                best_energy = e_tot[0]
+                best_c[:] = c[0]
+                best_r[:] = r[0]
+                best_g[:] = g_tot[0]
+            fin = NOT_STARTED
+            if stop_next:
+                fin = STOPPED
+            if _converged(g_tot[0], it, global_convergence, abs_tol, rel_tol, norm0, rho0, is_static,
+                          force_weight, torque_weight[w]):
+                fin = CONVERGED
+            if explosion_control and fin == NOT_STARTED:
+                nrm = _norm(g_tot[0])
+                if not np.isfinite(nrm) or nrm > abs_div_tol or nrm > rel_div_tol * max(norm0, 1e-300):
+                    fin = DIVERGED
+            capped = False
+            if it == max_iter and fin == NOT_STARTED:
+                capped = True
+                fin = STOPPED
+            if fin != NOT_STARTED:
+                st = fin
+                if capped and best_iterate_on_stop:
+                    out_c[w] = best_c
+                    out_r[w] = best_r
+                    out_grad[w] = best_g
+                else:
+                    out_c[w] = c[0]
+                    out_r[w] = r[0]
+                    out_grad[w] = g_tot[0]
+                break
+            ok = _newton_direction(g_tot[0], h_tot[0], k_tot[0], slot_a, slot_b, num_slots > 0, is_static,
+                                   dyn_index, dx, dense, rhs, sol, work, perm)
+            if not ok:
+                st = DIVERGED
+                out_c[w] = c[0]
+                out_r[w] = r[0]
+                out_grad[w] = g_tot[0]
+                break
+            iters += 1
+            # Relative step test on the raw increment: stop next iteration when |dx| <= rel_step_tol |x|.
+            x2 = 0.0
+            a2 = 0.0
+            dx2 = 0.0
+            for d in range(num_dyn):
+                b = dyn_index[d]
+                for i in range(3):
+                    x2 += c[0, b, i] * c[0, b, i]
+                cos_a = 0.5 * ((r[0, b, 0, 0] + r[0, b, 1, 1]) + r[0, b, 2, 2] - 1.0)
+                ang = np.arccos(min(max(cos_a, -1.0), 1.0))
+                a2 += ang * ang
+            for b in range(n):
+                for i in range(6):
+                    dx2 += dx[b, i] * dx[b, i]
+            stop_next = np.sqrt(dx2) <= rel_step_tol * np.sqrt(x2 + a2)
+            # Line search on lambda = 1, alpha, alpha^2, ... from here (newton._line_search).
+            norm_start = _norm(g_tot[0])
+            slope = 0.0
+            for b in range(n):
+                for i in range(6):
+                    slope += g_tot[0, b, i] * dx[b, i]
+            e_start = e_tot[0]
+            k = 0
+            lam = 1.0
+            _trial(c, r, dx, lam, dyn_index, c_try, r_try)
+        status[w] = st
+        iterations[w] = iters
+        ls_iterations[w] = ls_used_max
+
+
+@kernel
+def _trial(c, r, dx, lam, dyn_index, c_try, r_try):
+    """The iterate x (+) (-lam dx) on the dynamic bodies (newton._apply)."""
+    c_try[0] = c[0]
+    r_try[0] = r[0]
+    theta = np.empty(3)
+    for d in range(dyn_index.shape[0]):
+        b = dyn_index[d]
+        for i in range(3):
+            c_try[0, b, i] = c[0, b, i] + (-lam * dx[b, i])
+        for i in range(3):
+            theta[i] = -lam * dx[b, 3 + i]
+        _exp_times(theta, r[0, b], r_try[0, b])
+
+
+@kernel
+def _norm(g):
+    s = 0.0
+    for b in range(g.shape[0]):
+        for i in range(6):
+            s += g[b, i] * g[b, i]
+    return np.sqrt(s)
+
+
+@kernel
+def _actor_residuals(g, is_static, force_weight, torque_weight, out):
+    """rho_a = sqrt(w_f |f_a|^2 + sum_j w_tj tau_aj^2) per actor (newton._actor_residuals), 0 on static rows."""
+    for b in range(g.shape[0]):
+        if is_static[b]:
+            out[b] = 0.0
+            continue
+        f2 = (g[b, 0] * g[b, 0] + g[b, 1] * g[b, 1]) + g[b, 2] * g[b, 2]
+        t2 = (torque_weight[b, 0] * (g[b, 3] * g[b, 3]) + torque_weight[b, 1] * (g[b, 4] * g[b, 4])) \
+            + torque_weight[b, 2] * (g[b, 5] * g[b, 5])
+        out[b] = np.sqrt(force_weight[b] * f2 + t2)
+
+
+@kernel
+def _converged(g, it, global_convergence, abs_tol, rel_tol, norm0, rho0, is_static, force_weight, torque_weight):
+    if global_convergence:
+        nrm = _norm(g)
+        return nrm <= abs_tol or (it > 0 and nrm <= rel_tol * norm0)
+    for b in range(g.shape[0]):
+        if is_static[b]:
+            continue
+        f2 = (g[b, 0] * g[b, 0] + g[b, 1] * g[b, 1]) + g[b, 2] * g[b, 2]
+        t2 = (torque_weight[b, 0] * (g[b, 3] * g[b, 3]) + torque_weight[b, 1] * (g[b, 4] * g[b, 4])) \
+            + torque_weight[b, 2] * (g[b, 5] * g[b, 5])
+        rho = np.sqrt(force_weight[b] * f2 + t2)
+        if not (rho <= abs_tol or (it > 0 and rho <= rel_tol * rho0[b])):
+            return False
+    return True
+
+
+@kernel
+def _point_pivots(c, r, count, actors, world_rows, arm, target, g_old, stiffness, damp, saturation, damped, g, jac,
+                  e, grad, hess):
+    """Add the RigidPivotPosition set's compliant terms (ConstraintSet._evaluate_kernel) into e, grad, hess."""
+    if count == 0:
+        return
+    point_pivot_values(c, r, actors, world_rows, arm, target, True, g, jac)
+    previous = g_old if damped else g
+    one_actor_compliance(g, previous, jac, actors, stiffness, damp, saturation, damped, True, e, grad, hess)
+
+
+@kernel
+def _rotation_pivots(r, count, actors, world_rows, local_rotation, target, g_old, stiffness, damp, saturation,
+                     damped, g, jac, e, grad, hess):
+    """Add the RigidPivotRotation set's compliant terms (ConstraintSet._evaluate_kernel) into e, grad, hess."""
+    if count == 0:
+        return
+    rotation_pivot_values(r, actors, world_rows, local_rotation, target, True, g, jac)
+    previous = g_old if damped else g
+    one_actor_compliance(g, previous, jac, actors, stiffness, damp, saturation, damped, True, e, grad, hess)
+
+
+@kernel
+def _evaluate(
+        mass, second_moment, is_static, has_gravity, rot_active, inertia, ne_active, any_newton_euler, stage_dt,
+        c0, r0, v0, om0, s0, grav, load, any_load, off_f, offset_local, has_offset_forces, has_contact, s_points,
+        s_normals, s_weights, s_start, s_count, p_colliding, p_collider, p_collider_index, p_k, p_eps, p_delta,
+        p_mu, p_c_t, p_c_n, p_falloff_vel, p_max_alignment, p_use_collider_normal, p_dissipative, p_reach,
+        p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector, p_bound_scalar, p_slot, p_flip, c_kind,
+        c_center, c_half_extents, c_rotation, c_radius, c_normal, c_offset, c_grid_values, c_grid_start,
+        c_grid_dims, c_grid_min, c_grid_max, c_grid_cell, friction_model, fade_friction, implicit_normal_force,
+        fitted_hessian, has_constraints, pivot_order, pp_count, pp_actors, pp_arm, pp_target,
+        pp_gold, pp_stiffness, pp_damp, pp_saturation, pp_damped, pr_count, pr_actors,
+        pr_local_rotation, pr_target, pr_gold, pr_stiffness, pr_damp, pr_saturation, pr_damped, psd_project, c, r,
+        e_tot, g_tot, h_tot, k_tot, e_one, g_one, h_one, k_one, pp_g, pp_jac, pr_g, pr_jac, rows, no_blocks):
+    """Every potential's terms at (c, r) of one world, summed in newton.evaluate_potentials' order (core
+    potentials, then contact, then constraints) into e_tot, g_tot, h_tot (static rows zeroed) and the contact
+    coupling blocks into k_tot. Returns whether some contact row coupled two dynamic bodies."""
+    _zero(e_one, g_one, h_one)
+    translational_inertia(mass, is_static, stage_dt, c, c0, v0, True, e_one, g_one, h_one)
+    _add_terms(e_tot, g_tot, h_tot, e_one, g_one, h_one, True)
+    _zero(e_one, g_one, h_one)
+    rotational_inertia(second_moment, rot_active, stage_dt, r, r0, om0, s0, True, psd_project, e_one, g_one, h_one)
+    _add_terms(e_tot, g_tot, h_tot, e_one, g_one, h_one, False)
+    if any_newton_euler:
+        _zero(e_one, g_one, h_one)
+        newton_euler_inertia(inertia, ne_active, stage_dt, r, r0, om0, True, e_one, g_one, h_one)
+        _add_terms(e_tot, g_tot, h_tot, e_one, g_one, h_one, False)
+    e_one[0] = 0.0
+    g_one[:] = 0.0
+    gravity(mass, is_static, has_gravity, grav, c, e_one, g_one)
+    e_tot[0] = e_tot[0] + e_one[0]
+    g_tot += g_one
+    if any_load:
+        e_one[0] = 0.0
+        g_one[:] = 0.0
+        dof_loads(is_static, load, c, r, r0, e_one, g_one)
+        e_tot[0] = e_tot[0] + e_one[0]
+        g_tot += g_one
+    if has_offset_forces:
+        _zero(e_one, g_one, h_one)
+        offset_forces(is_static, off_f, offset_local, c, r, True, psd_project, e_one, g_one, h_one)
+        _add_terms(e_tot, g_tot, h_tot, e_one, g_one, h_one, False)
+    coupled = False
+    k_tot[:] = 0.0
+    if has_contact:
+        blocks = k_tot if k_tot.shape[1] else no_blocks
+        _zero(e_one, g_one, h_one)
+        coupled = contact_terms(
+            s_points, s_normals, s_weights, s_start, s_count, p_colliding, p_collider, p_collider_index, p_k, p_eps,
+            p_delta, p_mu, p_c_t, p_c_n, p_falloff_vel, p_max_alignment, p_use_collider_normal, p_dissipative,
+            p_reach, p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector, p_bound_scalar, p_slot,
+            p_flip, c_kind, c_center, c_half_extents, c_rotation, c_radius, c_normal, c_offset, c_grid_values,
+            c_grid_start, c_grid_dims, c_grid_min, c_grid_max, c_grid_cell, c, r, c0, r0, stage_dt, friction_model,
+            fade_friction, implicit_normal_force, fitted_hessian, True, e_one, g_one, h_one, blocks)
+        _add_terms(e_tot, g_tot, h_tot, e_one, g_one, h_one, False)
+    if has_constraints:
+        _zero(e_one, g_one, h_one)
+        for step in range(2):
+            kind = pivot_order if step == 0 else 1 - pivot_order
+            if kind == 0:
+                _point_pivots(c, r, pp_count, pp_actors, rows, pp_arm, pp_target, pp_gold, pp_stiffness, pp_damp,
+                              pp_saturation, pp_damped, pp_g, pp_jac, e_one, g_one, h_one)
+            else:
+                _rotation_pivots(r, pr_count, pr_actors, rows, pr_local_rotation, pr_target, pr_gold, pr_stiffness,
+                                 pr_damp, pr_saturation, pr_damped, pr_g, pr_jac, e_one, g_one, h_one)
+        _add_terms(e_tot, g_tot, h_tot, e_one, g_one, h_one, False)
+    for b in range(is_static.shape[0]):
+        if is_static[b]:
+            for i in range(6):
+                g_tot[0, b, i] = 0.0
+    return coupled

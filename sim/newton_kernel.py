@@ -1,0 +1,211 @@
+"""Which Newton a stage takes, and the compiled one's Python side (docs/engine.md, "Solver paths").
+
+A step's solves run on the compiled per-world Newton (sim/kernels/newton.py) when every potential of the scene
+has a per-world kernel and the solver settings are ones it implements; otherwise on the numpy Newton
+(sim/newton.py). The choice is a function of the scene's composition and settings only (`plan`), made before a
+step's solves and readable as ``Scene.solver_path()``; it never changes because a solve failed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .jit import kernel_array
+from .kernels import contact as contact_kernels
+from .kernels import newton as newton_kernels
+from .params import ConvergenceMode, LineSearchType, NonLinearSolverParams, PsdProjMode, Verbosity
+from .potentials.base import StageContext
+from .potentials.external import DofLoads, Gravity, OffsetForces
+from .potentials.inertia import NewtonEulerInertia, RotationalInertia, TranslationalInertia
+
+_CORE = (TranslationalInertia, RotationalInertia, NewtonEulerInertia, Gravity, DofLoads, OffsetForces)
+_LS_CODE = {LineSearchType.NONE: newton_kernels.LS_NONE, LineSearchType.SIMPLE: newton_kernels.LS_SIMPLE,
+            LineSearchType.ARMIJO: newton_kernels.LS_ARMIJO,
+            LineSearchType.RESIDUAL_NORM: newton_kernels.LS_RESIDUAL_NORM,
+            LineSearchType.ARMIJO_OR_RESIDUAL_NORM: newton_kernels.LS_ARMIJO_OR_RESIDUAL_NORM}
+_FRICTION_CODE = None  # filled lazily from contact.potential (import order)
+
+
+class KernelPlan:
+    """The compiled Newton's frozen inputs for one step: the contact potential (or None) and the pivot sets in
+    the constraint system's order."""
+
+    def __init__(self, contact, constraint_system, sets):
+        self.contact, self.constraint_system, self.sets = contact, constraint_system, sets
+
+
+def plan(potentials, params: NonLinearSolverParams):
+    """A `KernelPlan` when the compiled Newton can solve this scene's stages, else the reason it cannot (str)."""
+    from .constraint_system import ConstraintSystem
+    from .contact_system import ContactSystem
+
+    if params.psd_proj_mode not in (PsdProjMode.ALWAYS, PsdProjMode.NEVER):
+        return f"psd_proj_mode {params.psd_proj_mode.name} (the compiled Newton has ALWAYS and NEVER)"
+    if params.line_search_type not in _LS_CODE:
+        return f"line_search_type {params.line_search_type.name}"
+    if params.max_elapsed_time_seconds > 0:
+        return "max_elapsed_time_seconds > 0 (a wall-clock limit is checked between iterations in Python)"
+    if params.verbosity is Verbosity.VERBOSE:
+        return "verbosity VERBOSE (per-iteration logging)"
+    contact = constraint_system = None
+    sets = []
+    seen_core = 0
+    for pot in potentials:
+        if type(pot) in _CORE:
+            seen_core += 1
+            continue
+        if type(pot) is ContactSystem and contact is None:
+            built = pot.potential()
+            if built is not None and not built.uses_kernel:
+                return "the contact potential is outside its kernel's scope (exact mesh collider, user SDF or a test mode)"
+            contact = pot if built is not None else None
+            continue
+        if type(pot) is ConstraintSystem and constraint_system is None:
+            constraint_system = pot
+            for kind, cs in pot._sets.items():
+                if not len(cs):
+                    continue
+                if kind not in ("RigidPivotPosition", "RigidPivotRotation") or cs.exact_hessian:
+                    return f"constraint type {kind} has no per-world kernel"
+                sets.append((kind, cs))
+            continue
+        return f"potential {type(pot).__name__} has no per-world kernel"
+    if seen_core != len(_CORE):
+        return "the core potentials are not the pipeline's"
+    kinds = [k for k, _ in sets]
+    if len(set(kinds)) != len(kinds):
+        return "a constraint type appears twice"
+    return KernelPlan(contact, constraint_system, sets)
+
+
+_EMPTY = {}
+
+
+def _empty(shape, dtype=np.float64):
+    key = (shape, np.dtype(dtype).str)
+    arr = _EMPTY.get(key)
+    if arr is None:
+        arr = _EMPTY[key] = np.zeros(shape, dtype=dtype)
+    return arr
+
+
+def _pivot_inputs(cs, kind, ctx: StageContext, world_rows):
+    """The arrays one pivot set passes to the kernel: actors, geometry, targets, g_old at stage start (W, C, 3),
+    stiffness, damping / dt, saturation, damped."""
+    dt = float(ctx.stage_dt)
+    if not (np.isfinite(dt) and dt > 0.0):
+        raise ValueError(f"stage_dt must be positive and finite, got {ctx.stage_dt}")
+    actors = kernel_array(cs.actors[:, 0], np.int64)
+    if kind == "RigidPivotPosition":
+        geometry = kernel_array(cs._data["local_position"] - cs.com_local[cs.actors[:, 0]])
+        target = kernel_array(cs._targets["position"])
+    else:
+        geometry = kernel_array(cs._data["local_rotation"])
+        target = kernel_array(cs._targets["rotation"])
+    damp = kernel_array(cs.damping / dt)
+    damped = bool(np.any(damp != 0.0))
+    if damped:
+        g_old = cs._values_kernel(kernel_array(ctx.com_position0), kernel_array(ctx.rotation0), world_rows,
+                                  cs._old_targets, False)[0]
+    else:
+        g_old = _empty((ctx.com_position0.shape[0], len(cs), 3))
+    return (len(cs), actors, geometry, target, kernel_array(g_old), kernel_array(cs.stiffness), damp,
+            kernel_array(cs.saturation), damped)
+
+
+def _no_pivots(kind, num_worlds):
+    geometry = _empty((0, 3)) if kind == "RigidPivotPosition" else _empty((0, 3, 3))
+    target = _empty((1, 0, 3)) if kind == "RigidPivotPosition" else _empty((1, 0, 3, 3))
+    return (0, _empty((0,), np.int64), geometry, target, _empty((num_worlds, 0, 3)), _empty((0,)), _empty((0,)),
+            _empty((0,)), False)
+
+
+def solve(kplan: KernelPlan, ctx: StageContext, com_position, rotation, params: NonLinearSolverParams):
+    """`newton.newton_solve` on the compiled per-world Newton; returns a `newton.NewtonResult`."""
+    from .contact.potential import _FRICTION_MODEL_CODE
+    from .newton import NewtonResult, _actor_residuals, _residual_norm
+
+    model = ctx.model
+    bodies = model.bodies
+    arrays = bodies.kernel_arrays
+    num_worlds, n = com_position.shape[:2]
+    world_rows = np.arange(num_worlds) if ctx.world_index is None else np.asarray(ctx.world_index, dtype=np.int64)
+    world_rows = kernel_array(world_rows, np.int64)
+    dyn_index = kernel_array(np.flatnonzero(~bodies.is_static), np.int64)
+
+    contact_args = None
+    pot = kplan.contact.potential() if kplan.contact is not None else None
+    if pot is not None:
+        pot._check_state(ctx, com_position, rotation)
+        cfg = pot.config
+        slots = pot._coupling_slots
+        contact_args = (True, *pot._kernel_samples, *pot._kernel_pairs, *pot._kernel_colliders,
+                        _FRICTION_MODEL_CODE[cfg.friction_model], bool(cfg.fade_friction),
+                        bool(cfg.implicit_normal_force_for_dissipation), bool(cfg.fitted_friction_hessian),
+                        kernel_array(slots.body_a, np.int64), kernel_array(slots.body_b, np.int64))
+    else:
+        contact_args = _NO_CONTACT
+
+    has_constraints = kplan.constraint_system is not None and any(len(cs) for _, cs in kplan.sets)
+    pivots = {"RigidPivotPosition": _no_pivots("RigidPivotPosition", num_worlds),
+              "RigidPivotRotation": _no_pivots("RigidPivotRotation", num_worlds)}
+    pivot_order = 0
+    if has_constraints:
+        kplan.constraint_system._sync_com_local(bodies.com_local)
+        for kind, cs in kplan.sets:
+            if len(cs):
+                if n != cs.num_bodies:
+                    raise ValueError(f"poses have {n} actors but com_local has {cs.num_bodies}; call set_com_local")
+                cs._worlds_of(com_position, ctx.world_index)
+                pivots[kind] = _pivot_inputs(cs, kind, ctx, world_rows)
+        kinds = [k for k, cs in kplan.sets if len(cs)]
+        pivot_order = 1 if kinds and kinds[0] == "RigidPivotRotation" else 0
+
+    has_offset = ctx.offset_force is not None
+    offset_force = kernel_array(ctx.offset_force) if has_offset else _empty((num_worlds, n, 0, 3))
+    offset_local = kernel_array(ctx.offset_local) if has_offset else _empty((n, 0, 3))
+    gravity = kernel_array(np.broadcast_to(ctx.gravity, (num_worlds, 3)))
+    force_weight = kernel_array(np.broadcast_to(ctx.force_weight, (n,)))
+    torque_weight = kernel_array(np.broadcast_to(ctx.torque_weight, (num_worlds, n, 3)))
+
+    out_c = np.empty((num_worlds, n, 3))
+    out_r = np.empty((num_worlds, n, 3, 3))
+    out_grad = np.empty((num_worlds, n, 6))
+    status = np.empty(num_worlds, dtype=np.int64)
+    iterations = np.empty(num_worlds, dtype=np.int64)
+    ls_iterations = np.empty(num_worlds, dtype=np.int64)
+    pp, pr = pivots["RigidPivotPosition"], pivots["RigidPivotRotation"]
+    newton_kernels.newton_stage(
+        arrays.mass, arrays.second_moment, arrays.is_static, arrays.has_gravity, arrays.rotational_inertia,
+        arrays.inertia, arrays.newton_euler, bool(np.any(arrays.newton_euler)), dyn_index,
+        float(ctx.stage_dt), kernel_array(ctx.com_position0), kernel_array(ctx.rotation0),
+        kernel_array(ctx.linear_velocity0), kernel_array(ctx.angular_velocity0), kernel_array(ctx.velocity_sym0),
+        gravity, kernel_array(ctx.external_force), offset_force, offset_local, has_offset, force_weight,
+        torque_weight, *contact_args, has_constraints, pivot_order, world_rows, *pp, pr[0], pr[1], pr[2], pr[3],
+        pr[4], pr[5], pr[6], pr[7], pr[8],
+        int(params.max_iter), params.convergence_mode is ConvergenceMode.GLOBAL, float(params.abs_tol),
+        float(params.rel_tol), float(params.rel_step_tol), params.psd_proj_mode is PsdProjMode.ALWAYS,
+        bool(params.explosion_control), float(params.abs_div_tol), float(params.rel_div_tol),
+        _LS_CODE[params.line_search_type], int(params.line_search_max_iter), float(params.line_search_alpha),
+        float(params.line_search_wolfe1), float(params.line_search_max_rel_increase),
+        bool(params.best_iterate_on_stop), kernel_array(com_position), kernel_array(rotation), out_c, out_r,
+        out_grad, status, iterations, ls_iterations)
+    return NewtonResult(
+        com_position=out_c, rotation=out_r, status=status, iterations=iterations,
+        line_search_iterations=ls_iterations, residual_norm=_residual_norm(out_grad),
+        actor_residual=_actor_residuals(out_grad, ctx))
+
+
+def _no_contact():
+    z = _empty
+    samples = (z((0, 3)), z((0, 3)), z((0,)), z((0,), np.int64), z((0,), np.int64))
+    b = np.bool_
+    pairs = (z((0,), np.int64), z((0,), np.int64), z((0,), np.int64), z((0,)), z((0,)), z((0,)), z((0,)), z((0,)),
+             z((0,)), z((0,)), z((0,)), z((0,), b), z((0,), b), z((0,)), z((0, 3)), z((0,)), z((0,), b),
+             z((0, 3)), z((0,)), z((0,), np.int64), z((0,), b))
+    colliders = (z((0,), np.int64), z((0, 3)), z((0, 3)), z((0, 3, 3)), z((0,)), z((0, 3)), z((0,)), z((0,)),
+                 z((0,), np.int64), z((0, 3), np.int64), z((0, 3)), z((0, 3)), z((0, 3)))
+    return (False, *samples, *pairs, *colliders, 0, False, False, False, z((0,), np.int64), z((0,), np.int64))
+
+
+_NO_CONTACT = _no_contact()
