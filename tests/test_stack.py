@@ -109,18 +109,22 @@ def _scripted_successes(env_id, steps):
     for _ in range(steps):
         obs, _, _, truncated, info = venv.step(policy(obs))
     assert truncated.all()
-    return info["is_success"].sum()
+    cubes = obs["achieved_goal"].reshape(100, -1, 3) - obs["desired_goal"].reshape(100, -1, 3)
+    built = np.linalg.norm(cubes, axis=-1).max(axis=1) < 0.01  # no swapped cubes either (both pass 5 cm)
+    return info["is_success"].sum(), built.sum()
 
 
 def test_scripted_stack2_over_100_seeded_episodes():
-    # measured 100/100, the last tower within 5 cm after 43 steps: here within 60 of the episode's 100
-    assert _scripted_successes(S2, 60) >= 95
+    # measured 100/100 (each tower built to within 1 cm), the last within 5 cm after 45 steps: here within 60 of the
+    # episode's 100
+    assert min(_scripted_successes(S2, 60)) >= 95
 
 
 @pytest.mark.slow
 def test_scripted_stack3_over_100_seeded_episodes():
-    # measured 100/100 (the last within 5 cm after 68 steps of 150); the target 90
-    assert _scripted_successes(S3, 150) >= 90
+    # measured 100/100 (each tower built to within 1 cm; the last within 5 cm after 71 steps of 150); the issue's
+    # target 90
+    assert min(_scripted_successes(S3, 150)) >= 90
 
 
 def _staggered_boxes(contact, quadrature, offset_m=0.02, half=0.1):
