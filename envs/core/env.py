@@ -72,8 +72,8 @@ class RobotTaskEnv(gym.Env):
     metadata = {"render_modes": RENDER_MODES, "render_fps": 25}
 
     def __init__(self, render_mode=None, dense_reward: bool = False, terminate_on_success: bool = False,
-                 render_width: int = 480, render_height: int = 480, camera_distance: float = 0.9,
-                 camera_azimuth: float = -135.0, camera_elevation: float = 40.0, *, task: str,
+                 render_width: int = 480, render_height: int = 480, camera_distance: float | None = None,
+                 camera_azimuth: float | None = None, camera_elevation: float | None = None, *, task: str,
                  robot: str = DEFAULT_ROBOT, **kwargs):
         if render_mode == "human" and "human" not in RENDER_MODES:
             raise ValueError(HUMAN_MODE_HINT)
@@ -86,7 +86,10 @@ class RobotTaskEnv(gym.Env):
         self.metadata = {**self.metadata, "render_fps": int(round(1.0 / self.worlds.config.control_dt))}
         self.observation_space = goal_spaces(self.worlds)
         self.action_space = spaces.Box(-1.0, 1.0, shape=(self.worlds.robot.action_dim,), dtype=np.float32)
-        self._camera = default_camera(render_width, render_height, camera_distance, camera_azimuth, camera_elevation)
+        given = {"distance_m": camera_distance, "azimuth_deg": camera_azimuth, "elevation_deg": camera_elevation}
+        # the task's view (Throw's bin stands 1 m away) unless the caller sets it (default: 0.9 m, -135, 40 deg)
+        view = {**self.worlds.task.camera, **{k: v for k, v in given.items() if v is not None}}
+        self._camera = default_camera(render_width, render_height, **view)
         self._view = None
         self._window = None
         self._has_reset = False

@@ -32,6 +32,7 @@ class Task:
     observation_layout: tuple = ()
     achieved_goal_parts: tuple = ()
     colors: dict = {}
+    camera: dict = {}  # `default_camera` keyword overrides for this task's pictures (a wider view, another target)
 
     def __init__(self, config, robot):
         self.config = config.validate()

@@ -1,14 +1,18 @@
-"""The scripted Throw policy: pick the cube up, carry it to a run-up point, swing it toward the bin at a planned
-speed and open the fingers at the control step whose release the engine's discrete free flight lands in the bin.
+"""The scripted Throw policy: pick the cube up, carry it to a run-up point, swing it toward the bin and open the
+fingers at the control step whose release the engine's discrete free flight puts into the bin.
 
 Stateless and batched (a per-world phase machine read from each observation, Push's layout: grip 0:3, cube 3:6,
 fingers 9:11, cube velocity 14:17, grip velocity 20:23; the bin's target point is ``desired_goal``):
 
-1. thrown: the cube is not held and is off the table or moving -> keep the swing's velocity while the cube is still
-   between the fingers, then stop, fingers open;
-2. swing: held, at the run-up point or already moving toward the bin -> move along the throw direction at the
-   planned speed; open the fingers when releasing now lands nearer the bin centre than releasing a step later;
-3. carry: held -> go to the run-up point;
+1. thrown: the cube is not held and is off the table or moving -> keep moving along the throw line while the cube
+   is still between the fingers, then stop, fingers open;
+2. swing: held, at the run-up point or moving along the throw line -> open the fingers when a release now enters
+   the bin within ``release_tol_m`` of its centre or past it (or nearer than a release a step later); else move
+   along the line at the speed, re-planned every step, whose release 1..``run_up_steps`` steps ahead enters the
+   bin at its centre (the one nearest the current speed). The line runs from the workspace centre toward the bin,
+   ``launch_deg`` above the horizontal for bins 0.9 m away and beyond, up to 20 deg steeper for near bins (a flat,
+   slow throw clips the table's edge);
+3. carry: held -> lift, then go to the run-up point (at most ``carry_step_m`` per step);
 4. pick: PickAndPlace's approach, descend and close (closing to a 24 mm command: an 8 N squeeze per finger, so
    the fingers let go within one control step of opening).
 

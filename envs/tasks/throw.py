@@ -73,6 +73,7 @@ class ThrowTask(PushTask):
     reset_options = ("goal", "object_pose")
     cube_actor_kwargs = {"boundary_element_type": mochi.ActorBoundaryElementType.P1Q16}
     colors = {**PushTask.colors, **{f"bin_wall_{k}": BIN_COLOR for k in range(4)}}
+    camera = {"distance_m": 2.2, "azimuth_deg": -65.0, "elevation_deg": 40.0, "target": (0.5, 0.0, -0.3)}
 
     @staticmethod
     def make_config(cube_size=0.04, cube_mass=0.064, friction=0.5, goal_range=0.3, gripper_extra_height=0.0,
