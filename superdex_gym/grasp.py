@@ -8,6 +8,7 @@ the gripper during the hold, the share of hold substeps where Newton converged, 
 against a free-motion step (the same worlds, wall-clock medians over the phases).
 
     python -m superdex_gym.grasp --picks 100
+    python -m superdex_gym.grasp --picks 100 --physics-dt 0.01 --substeps 4   # the same 25 Hz, half the substep
 """
 
 from __future__ import annotations
@@ -101,8 +102,10 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--picks", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--physics-dt", type=float, default=0.02, help="s per physics substep (the env's physics_dt)")
+    parser.add_argument("--substeps", type=int, default=2, help="physics substeps per 25 Hz control step")
     args = parser.parse_args(argv)
-    for key, value in measure_picks(args.picks, args.seed).items():
+    for key, value in measure_picks(args.picks, args.seed, physics_dt=args.physics_dt, substeps=args.substeps).items():
         print(f"{key:>24}: {value:.4g}" if isinstance(value, float) else f"{key:>24}: {value}")
 
 

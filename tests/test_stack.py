@@ -102,18 +102,24 @@ def test_a_three_cube_tower_with_1_cm_offsets_stands_10_s_at_every_stacking_env_
         assert drift.max() < 1e-3, drift
 
 
-def _scripted_successes(env_id, steps):
-    venv = gym.make_vec(env_id, num_envs=100, max_episode_steps=steps)
+def _scripted_successes(env_id, steps, episodes=100):
+    venv = gym.make_vec(env_id, num_envs=episodes, max_episode_steps=steps)
     policy = scripted_policy_for(env_id)
     obs, _ = venv.reset(seed=0)
     for _ in range(steps):
         obs, _, _, truncated, info = venv.step(policy(obs))
     assert truncated.all()
-    cubes = obs["achieved_goal"].reshape(100, -1, 3) - obs["desired_goal"].reshape(100, -1, 3)
+    cubes = obs["achieved_goal"].reshape(episodes, -1, 3) - obs["desired_goal"].reshape(episodes, -1, 3)
     built = np.linalg.norm(cubes, axis=-1).max(axis=1) < 0.01  # no swapped cubes either (both pass 5 cm)
     return info["is_success"].sum(), built.sum()
 
 
+def test_scripted_stack2_builds_16_seeded_towers_within_50_steps():
+    # the suite's quick check (the 100-episode figure below is slow): measured 16/16 built to within 1 cm
+    assert min(_scripted_successes(S2, 50, episodes=16)) >= 15
+
+
+@pytest.mark.slow
 def test_scripted_stack2_over_100_seeded_episodes():
     # measured 100/100 (each tower built to within 1 cm), the last within 5 cm after 45 steps: here within 60 of the
     # episode's 100
