@@ -161,6 +161,10 @@ class ContactSystem(Potential):
             return PotentialTerms.zeros(com_position.shape[0], com_position.shape[1], want_hessian)
         return pot.evaluate(ctx, com_position, rotation, want_hessian)
 
+    def penetration_depth(self, com_position, rotation):
+        pot = self.potential()
+        return None if pot is None else pot.penetration_depth(com_position, rotation)
+
     def after_step(self, scene, report) -> None:
         want_force = scene.is_query_registered(QueryType.TOTAL_CONTACT_FORCE)
         want_points = scene.is_query_registered(QueryType.CONTACT_POINTS)

@@ -64,6 +64,9 @@ class InitialGuess(enum.Enum):
     # constraint (k h^2 > 100 m: the target, not the inertia, decides where it ends) starts with that pivot on
     # its target: c = p_hat - R a (a mocap-driven body ends within micrometres of its target in free motion)
     CONSTANT_VELOCITY_AND_TARGETS = 2
+    # CONSTANT_VELOCITY_AND_TARGETS, but a body whose start would penetrate a contact 4 penalty ramps deeper than
+    # its latest pose does starts with its latest rotation (potentials.base.guess_outside)
+    CONSTANT_VELOCITY_AND_TARGETS_OUTSIDE = 3
 
 
 class LineSearchType(enum.Enum):

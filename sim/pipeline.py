@@ -30,7 +30,7 @@ from .model import Kinematics, Model, State, convergence_weights
 from . import newton_kernel
 from .newton import newton_solve
 from .params import ConvergenceStatus, InitialGuess, SolverParams
-from .potentials.base import StageContext
+from .potentials.base import StageContext, guess_outside
 from .potentials.external import DofLoads, Gravity, OffsetForces
 from .potentials.inertia import NewtonEulerInertia, RotationalInertia, TranslationalInertia
 
@@ -272,12 +272,15 @@ class _GroupStep:
         guess_c, guess_r = latest.com_position, latest.rotation
         guess_mode = self.solver.non_linear_solver.initial_guess
         stage_dt = ctx.stage_dt
-        if guess_mode in (InitialGuess.CONSTANT_VELOCITY, InitialGuess.CONSTANT_VELOCITY_AND_TARGETS):
+        if guess_mode is not InitialGuess.LATEST_SOLUTION:
             guess_c = guess_c + stage_dt * latest.linear_velocity
             guess_r = lie.exp_so3(stage_dt * latest.angular_velocity) @ guess_r
-        if guess_mode is InitialGuess.CONSTANT_VELOCITY_AND_TARGETS:
+        if guess_mode in (InitialGuess.CONSTANT_VELOCITY_AND_TARGETS, InitialGuess.CONSTANT_VELOCITY_AND_TARGETS_OUTSIDE):
+            predicted_c = guess_c
             for pot in self.potentials:
                 guess_c = pot.refine_guess(ctx, guess_c, guess_r)
+        if guess_mode is InitialGuess.CONSTANT_VELOCITY_AND_TARGETS_OUTSIDE:
+            guess_r = guess_outside(self.potentials, latest, predicted_c, guess_c, guess_r)
         s_c1, s_r1 = self.static_pose(self.tab.stage_time_factors[i])
         guess_c = np.where(self.sel, s_c1, guess_c)
         guess_r = np.where(self.sel[..., None], s_r1, guess_r)

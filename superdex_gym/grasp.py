@@ -44,12 +44,13 @@ def _controller(grip, cube, start, offset, step):
 
 def measure_picks(picks: int = 100, seed: int = 0, **env_kwargs) -> dict:
     """Run ``picks`` seeded picks in one batch; returns the figures (see the module doc)."""
+    from .envs import ENVS
     from .envs.core.env import make_worlds
     from .sim import ConvergenceStatus
 
     rng = np.random.default_rng(seed)
-    worlds = make_worlds(picks, "floating_gripper:FloatingGripper", "pick_and_place:PickAndPlaceTask",
-                         {"block_gripper": False, **env_kwargs})
+    row = ENVS["SuperDex/PickAndPlace-v0"]  # the env's defaults (free fingers and their Newton start)
+    worlds = make_worlds(picks, row.robot, row.task, {**dict(row.kwargs), **env_kwargs})
     scene, task, robot = worlds.scene, worlds.task, worlds.robot
     all_worlds = np.arange(picks)
     worlds.reset_worlds(all_worlds, [np.random.default_rng([seed, k]) for k in range(picks)])

@@ -404,3 +404,36 @@ def test_input_validation():
         pot.evaluate(ctx, com[:, :1], rot, False)
     with pytest.raises(ValueError, match="stage_dt"):
         pot.evaluate(make_ctx(com, rot, dt=0.0), com, rot, False)
+
+
+def test_penetration_depth_in_ramp_widths_and_the_guess_that_keeps_out_of_objects():
+    """penetration_depth = (delta - phi) / (2 eps) of the deepest sample (0 out of contact), on both bodies;
+    guess_outside drops the predicted rotation only of a body whose guess goes GUESS_DEPTH_MARGIN ramps deeper."""
+    from superdex_gym.sim.potentials.base import GUESS_DEPTH_MARGIN, guess_outside
+
+    grasp = ContactParams(penalty_smoothing_half_distance=2.5e-4, penalty_threshold_default=1e-4)  # 0.5 mm ramp
+    params = combine_contact_params(grasp, grasp, collider_is_static=True)
+    pot = ContactPotential(num_bodies=2, is_static=[False, True], samples=ContactSamples(*cube_samples(0.2, 0)),
+                           colliders=[BodyCollider(1, PlaneCollider([0, 1, 0], 0.0))], pairs=[ContactPair(0, 1, params)])
+    _, _, com, rot = resting_cube()
+    ramp, delta = 2 * params.penalty_smoothing_half_distance, params.get_penalty_threshold_dist(False)
+    com = np.repeat(com, 3, axis=0)
+    rot = np.repeat(rot, 3, axis=0)
+    com[1, 0, 1] = 0.19  # 1 cm deep
+    com[2, 0, 1] = 0.3  # 10 cm above
+    depth = pot.penetration_depth(com, rot)
+    np.testing.assert_allclose(depth[:, 0], [(delta + 7.457e-4) / ramp, (delta + 0.01) / ramp, 0.0], rtol=1e-9)
+    np.testing.assert_array_equal(depth[:, 1], depth[:, 0])  # the plane's body is in the same contact
+    # Predicted rotations tilting the resting cube by 3 deg (its deepest sample ~7 mm deeper) and 0.1 deg.
+    tilt = np.radians([3.0, 0.1, 3.0])
+    guess_r = rot.copy()
+    com[1:, 0, 1] = com[0, 0, 1]
+    guess_r[:, 0] = exp_so3(np.column_stack([np.zeros(3), np.zeros(3), tilt])) @ rot[:, 0]
+    deeper = pot.penetration_depth(com, guess_r)[:, 0] - pot.penetration_depth(com, rot)[:, 0]
+    assert deeper[0] > GUESS_DEPTH_MARGIN > deeper[1]
+    latest = SimpleNamespace(com_position=com, rotation=rot)
+    predicted_c = com.copy()
+    predicted_c[2, 0] += 1e-3  # world 2: a drive target placed the cube, not its prediction
+    out = guess_outside([pot], latest, predicted_c, com, guess_r)
+    np.testing.assert_array_equal(out[0, 0], rot[0, 0])
+    np.testing.assert_array_equal(out[1:], guess_r[1:])

@@ -470,6 +470,29 @@ class ContactPotential(Potential):
         )
         return ContactReport(-terms.gradient[..., :3], -terms.gradient[..., 3:], points)
 
+    def penetration_depth(self, com_position: np.ndarray, rotation: np.ndarray) -> np.ndarray:
+        """(W, N): each body's deepest contact sample at the pose, in ramp widths (delta - phi) / (2 eps) (> 1:
+        past the penalty's blend region), 0 where none is in contact; no alignment gate, distances only."""
+        com = np.asarray(com_position, dtype=np.float64)
+        rot = np.asarray(rotation, dtype=np.float64)
+        num_worlds, n = com.shape[0], self.num_bodies
+        depth = np.zeros(num_worlds * n)
+        state = self._flat_state(com, rot)
+        (gw, gp, _, _), present, group, _, Y, _ = self._candidates(state, state, num_worlds)
+        if group.size:
+            p = gp[group]
+            generic = present[-1] == _GENERIC  # GENERIC colliders evaluate phi with their gradient
+            phi = self._sdf(present, self._pc[p], Y, False, want_grad=bool(generic))[0]
+            excess = self._delta[p] - phi
+            rows = np.flatnonzero(excess > 0.0)
+            p, excess = p[rows], excess[rows]
+            ramp = 2.0 * self._eps[p]
+            d = np.where(ramp > 0.0, excess / np.where(ramp > 0.0, ramp, 1.0), np.inf)
+            w = gw[group[rows]]
+            np.maximum.at(depth, w * n + self._pa[p], d)
+            np.maximum.at(depth, w * n + self._pb[p], d)
+        return depth.reshape(num_worlds, n)
+
     # -- evaluation --------------------------------------------------------------------------------------------
 
     def _check_state(self, ctx, com, rot):
