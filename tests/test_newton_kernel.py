@@ -85,6 +85,7 @@ def test_solver_path_names_why_a_scene_stays_on_numpy(compiled_newton):
     assert scene2.solver_path().startswith("numpy: the compiled Newton is off")
 
 
+@pytest.mark.slow  # compiles the whole-Newton kernel: 1-3 min cold (the opt-in path)
 @pytest.mark.parametrize("ls_type", [LineSearchType.RESIDUAL_NORM, LineSearchType.ARMIJO])
 def test_compiled_newton_matches_numpy_newton_on_a_stack(ls_type):
     ends = {}
@@ -106,6 +107,7 @@ def test_compiled_newton_matches_numpy_newton_on_a_stack(ls_type):
     np.testing.assert_allclose(ends[True][1], ends[False][1], rtol=0, atol=1e-10)
 
 
+@pytest.mark.slow  # compiles the whole-Newton kernel: 1-3 min cold (the opt-in path)
 def test_worlds_stepped_together_equal_worlds_stepped_alone(compiled_newton):
     num = 3
     scene, actors = _stack(num)
@@ -123,6 +125,7 @@ def test_worlds_stepped_together_equal_worlds_stepped_alone(compiled_newton):
         assert np.array_equal(alone._state.current.rotation[0], together[1][w])
 
 
+@pytest.mark.slow  # compiles the whole-Newton kernel: 1-3 min cold (the opt-in path)
 def test_push_env_on_the_compiled_newton_follows_the_numpy_one():
     import gymnasium as gym
 
