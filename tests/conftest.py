@@ -4,6 +4,16 @@ import pytest
 import superdex_gym.sim as mochi
 
 
+def pytest_sessionstart(session):
+    """Compile the kernels once in the controlling process: under pytest-xdist this runs before the workers start
+    (xdist starts them in its own trylast hook), so from a cold cache they load the kernels instead of each
+    compiling the same ones at the same time."""
+    if not hasattr(session.config, "workerinput"):
+        from superdex_gym.sim.warmup import compile_kernels
+
+        compile_kernels()
+
+
 def pytest_collection_modifyitems(config, items):
     """The tests marked ``long`` first (stable order otherwise): under pytest-xdist (``-n 2``) the longest then runs
     beside the rest instead of after it (measured when the Push learning test was in the suite, at -n 2: 6.5 min
