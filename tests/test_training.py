@@ -148,6 +148,18 @@ def test_evaluate_refuses_a_normalized_model_without_its_statistics(trained_run,
                               "--vecnormalize", str(out / "model_vecnormalize.pkl")]) == 0
 
 
+def test_evaluate_names_the_env_when_the_model_does_not_fit_it(trained_run, tmp_path, capsys):
+    """A Push model evaluated on Stack2 (or a Stack2 model moved away from its config.json, which falls back to
+    Push) fails before any episode, naming both observation layouts and --env, not with a broadcasting error."""
+    out, _ = trained_run
+    with pytest.raises(ValueError, match=r"observation: \(25,\).*SuperDex/Stack2-v0's .*observation: \(40,\).*--env"):
+        evaluate_mod.evaluate(out / "model.zip", env_id="SuperDex/Stack2-v0", episodes=1)
+    (tmp_path / "model.zip").write_bytes((out / "model.zip").read_bytes())  # no config.json beside it
+    assert evaluate_mod.main([str(tmp_path / "model.zip"), "--env", "SuperDex/Stack2-v0", "--episodes", "1",
+                              "--vecnormalize", str(out / "model_vecnormalize.pkl")]) == 2
+    assert "--env ID" in capsys.readouterr().err
+
+
 def test_scripted_baseline_through_the_cli(tmp_path):
     js = tmp_path / "scripted.json"
     assert evaluate_mod.main(["--scripted", "--env", "SuperDex/Push-v0", "--episodes", "3", "--seed", "0",

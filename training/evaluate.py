@@ -93,6 +93,26 @@ def load_model(path: str | Path, algo: str | None = None, device: str = "cpu"):
     return cls.load(path, device=device, custom_objects=custom)
 
 
+def _check_model_fits_env(model, env_id: str, env_kwargs: dict, guessed: bool) -> None:
+    """A model evaluated on an env whose observations it was not trained on fails here, with the env named,
+    instead of deep in a normalizer or policy with a broadcasting error."""
+    probe = gym.make(env_id, **env_kwargs)
+    try:
+        space = probe.observation_space
+    finally:
+        probe.close()
+    if space != model.observation_space:
+        why = " (the default env: the model has no config.json beside it)" if guessed else ""
+        raise ValueError(f"the model's observations {_shapes(model.observation_space)} do not match {env_id}'s "
+                         f"{_shapes(space)}{why}; pass the env it was trained on (--env ID)")
+
+
+def _shapes(space) -> str:
+    if isinstance(space, gym.spaces.Dict):
+        return "{" + ", ".join(f"{k}: {v.shape}" for k, v in space.spaces.items()) + "}"
+    return str(space.shape)
+
+
 def evaluate(model=None, env_id: str | None = None, episodes: int = 10, seed: int = 0, *, scripted: bool = False,
              env_kwargs: dict | None = None, num_envs: int = 16, gif: str | Path | None = None,
              mp4: str | Path | None = None, video_episodes: int = 1, render_width: int = 320,
@@ -132,10 +152,13 @@ def evaluate(model=None, env_id: str | None = None, episodes: int = 10, seed: in
         if isinstance(normalizer, (str, Path)):
             normalizer = load_normalizer(normalizer)
         policy, label = ModelPolicy(model, deterministic=deterministic, normalizer=normalizer), "model"
+    env_arg = env_id
     if env_id is None:
         env_id = (run_cfg or {}).get("env_id", DEFAULT_ENV)
     if env_kwargs is None:
         env_kwargs = dict((run_cfg or {}).get("env", {}))
+    if not scripted:
+        _check_model_fits_env(model, env_id, env_kwargs, guessed=run_cfg is None and env_arg is None)
 
     results = Rollouts()
     frames = []
