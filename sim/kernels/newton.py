@@ -321,6 +321,13 @@ def _add_terms(total_e, total_g, total_h, e, g, h):
     _accumulate(total_h, h)
 
 
+@inner_kernel
+def _add_gradient_terms(total_e, total_g, e, g):
+    """total += terms of a potential without a Hessian (gravity, DoF loads)."""
+    total_e[0] = total_e[0] + e[0]
+    _accumulate(total_g, g)
+
+
 @kernel
 def newton_stage(
         # bodies (model.bodies.kernel_arrays) and the flags of the optional core potentials
@@ -446,14 +453,12 @@ def newton_stage(
             e_one[0] = 0.0
             _fill_zero(g_one)
             gravity(mass, is_static, has_gravity, grav, c_try, e_one, g_one)
-            e_try[0] = e_try[0] + e_one[0]
-            _accumulate(g_try, g_one)
+            _add_gradient_terms(e_try, g_try, e_one, g_one)
             if any_load:
                 e_one[0] = 0.0
                 _fill_zero(g_one)
                 dof_loads(is_static, load, c_try, r_try, r0, e_one, g_one)
-                e_try[0] = e_try[0] + e_one[0]
-                _accumulate(g_try, g_one)
+                _add_gradient_terms(e_try, g_try, e_one, g_one)
             if has_offset_forces:
                 _zero(e_one, g_one, h_one)
                 offset_forces(is_static, off_f, offset_local, c_try, r_try, hessian, psd_project, e_one, g_one,
