@@ -66,6 +66,12 @@ def kernel(fn=None, **options):
     return numba.njit(**opts)(fn)
 
 
+def inner_kernel(fn=None, **options):
+    """A `kernel` called only from other kernels, never from Python: compiled without the CPython and C-callable
+    wrappers numba otherwise builds, optimizes and caches beside every kernel."""
+    return kernel(fn, no_cpython_wrapper=True, no_cfunc_wrapper=True, **options)
+
+
 def kernel_array(value, dtype=np.float64) -> np.ndarray:
     """``value`` as a C-contiguous, writable array of ``dtype`` (a copy only when it is not one already)."""
     if type(value) is np.ndarray and value.dtype == dtype:  # the usual case, without np.require's ~7 us

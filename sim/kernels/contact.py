@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from ..jit import kernel
+from ..jit import inner_kernel, kernel
 
 PLANE, SPHERE, BOX, GRID = 0, 1, 2, 3
 C1_REGULARIZED, CINF_REGULARIZED = 0, 1
@@ -46,7 +46,7 @@ ContactColliderArrays = namedtuple(
     "grid_cell")
 
 
-@kernel
+@inner_kernel
 def _grid_axis(y, lo, hi, cell, n):
     """Per axis: (clamped - y offset outside the box, cell index, local coordinate in [0, 1])."""
     clamped = min(max(y, lo), hi)
@@ -55,7 +55,7 @@ def _grid_axis(y, lo, hi, cell, n):
     return y - clamped, base, min(max(u - base, 0.0), 1.0)
 
 
-@kernel
+@inner_kernel
 def _grid_sdf(y, grad, v, start, dims, lo, hi, cell):
     """`GridSdfCollider.evaluate`: trilinear value (+ the distance to the grid box outside it) and the gradient
     of the interpolant, the outward unit vector on the axes where the point lies outside the box (scalars only:
@@ -94,7 +94,7 @@ def _grid_sdf(y, grad, v, start, dims, lo, hi, cell):
     return value + out_dist
 
 
-@kernel
+@inner_kernel
 def _sdf_of(kind, y, grad, want_grad, n, offset, c, radius, rot, e, g_values, g_start, g_dims, g_min, g_max, g_cell):
     """phi of one collider at the collider-frame point y (3,), its raw gradient into ``grad`` when asked; the
     parameters of every kind are passed, the kind picks what it reads."""
@@ -141,7 +141,7 @@ def _sdf_of(kind, y, grad, want_grad, n, offset, c, radius, rot, e, g_values, g_
     return phi
 
 
-@kernel
+@inner_kernel
 def _poly_relu(x, t, shift):
     """(h, h', h'') of ramp.poly_relu."""
     y = x - shift
@@ -157,7 +157,7 @@ def _poly_relu(x, t, shift):
     return max(0.0, value), min(max(d1, 0.0), 1.0), max(0.0, d2)
 
 
-@kernel
+@inner_kernel
 def _smoother(model, x, t):
     """(f, f', f'', f'/x) of ramp.step_c1 / ramp.step_cinf."""
     if model == C1_REGULARIZED:
@@ -174,7 +174,7 @@ def _smoother(model, x, t):
     return s - 0.5 * eps, x * inv_s, quarter * inv_s * inv_s * inv_s, inv_s
 
 
-@kernel
+@inner_kernel
 def _add_jt_h_j(h, lever_a, lever_b, scale, out, work):
     """out += scale * J(lever_a)^T h J(lever_b), J(v) = [1, -skew(v)] (3 x 6); ``work`` (3, 3, 6) scratch."""
     ja, jb, hj = work[0], work[1], work[2]
@@ -385,7 +385,9 @@ def contact_terms(
                             row_h[num_rows, i, j] = h[i, j]
                     if slot >= 0:
                         coupled = True
-                        blk[:] = 0.0
+                        for i in range(6):  # element by element: slice assignment compiles a broadcasting path
+                            for j in range(6):
+                                blk[i, j] = 0.0
                         _add_jt_h_j(h, r, u, -1.0, blk, work)  # H_AB = J_A^T H J_B, J_B = -J(u)
                         target = coupling_out[w, slot]
                         if flip:

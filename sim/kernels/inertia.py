@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import kernel
+from ..jit import inner_kernel, kernel
 
 
 @kernel
@@ -27,15 +27,15 @@ def translational_inertia(mass, is_static, stage_dt, com, com0, vel0, want_hessi
         energy_out[w] = 0.5 * e
 
 
-@kernel
+@inner_kernel
 def symmetric_eigen_3x3(h, vals_out, vecs_out, a):
     """Eigenvalues and orthonormal eigenvectors (columns) of the symmetric 3x3 ``h`` by cyclic Jacobi rotations
     (Numerical Recipes' rotation formulas): backward stable like LAPACK's, without a LAPACK call and its
     workspace allocation per block (which made numba's eigh cost more than the numpy batch at 64 worlds).
     ``a`` is 3x3 scratch."""
-    a[:] = h
     for i in range(3):
         for j in range(3):
+            a[i, j] = h[i, j]  # element by element: `a[:] = h` compiles numba's broadcasting and its error texts (~3 s)
             vecs_out[i, j] = 1.0 if i == j else 0.0
     for _ in range(32):  # quadratic convergence: 3-5 sweeps in practice
         off = a[0, 1] * a[0, 1] + a[0, 2] * a[0, 2] + a[1, 2] * a[1, 2]
@@ -67,7 +67,7 @@ def symmetric_eigen_3x3(h, vals_out, vecs_out, a):
         vals_out[i] = a[i, i]
 
 
-@kernel
+@inner_kernel
 def project_psd_3x3_inplace(h, vals, vecs, scratch):
     """Clamp negative eigenvalues of the symmetric 3x3 block ``h`` to zero (Sylvester test first: positive
     definite blocks are left as they are, as in the numpy oracle `potentials.inertia.project_psd_3x3`).
@@ -87,7 +87,7 @@ def project_psd_3x3_inplace(h, vals, vecs, scratch):
             h[i, j] = s
 
 
-@kernel
+@inner_kernel
 def store_rotation_hessian(m, diagonal, psd_project, h, vals, vecs, scratch, block_out):
     """block_out[3:, 3:] = -sym(m) + diagonal 1, PSD-projected when asked: the rotation-rotation block of the
     potentials linear in R (the left-perturbation identity d^2/dt^2 tr(exp(skew t) M) = sym(M) - tr(M) 1).

@@ -48,7 +48,9 @@ def offset_forces(is_static, force, offset_local, com, rot, want_hessian, psd_pr
     for w in range(com.shape[0]):
         e = 0.0
         for n in range(com.shape[1]):
-            fp[:] = 0.0
+            for i in range(3):  # element by element: slice assignment compiles a broadcasting path
+                for j in range(3):
+                    fp[i, j] = 0.0
             f_dot_p = 0.0
             if not is_static[n]:
                 for k in range(force.shape[2]):

@@ -6,7 +6,13 @@ one world at a time, so a world's result never depends on the others in the batc
 bit for bit). The potentials are the kernels of sim/kernels/ called on one world's buffers (leading axis 1), in
 the order and with the summation of `newton.evaluate_potentials`. What differs from numpy by round-off: the
 6x6 / 6D x 6D solves (LU with partial pivoting written out here instead of LAPACK's), the rotation update
-exp(skew(-lam dx)) R, and the norms of the stopping tests (sequential sums instead of numpy's einsum).
+exp(skew(-lam dx)) R, the norms of the stopping tests (sequential sums instead of numpy's einsum), and the
+minimum-norm solution of an exactly singular system (a one-sided Jacobi SVD instead of LAPACK's gelsd).
+
+Compile cost shapes this module (docs/engine.md, "Solver paths"): numba links every callee's LLVM IR into its
+caller and optimizes the result again, so helpers are small, called without array expressions or literal
+arguments (each literal type is one more specialization), and the helpers only kernels call have no Python
+wrappers (`inner_kernel`).
 
 Which scenes take this path is decided in sim/newton_kernel.py (`plan`), once per step from the scene's
 composition, never by a run-time failure.
@@ -14,9 +20,11 @@ composition, never by a run-time failure.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ..jit import kernel
+from ..jit import inner_kernel, kernel
 from .constraints import one_actor_compliance, point_pivot_values, rotation_pivot_values
 from .contact import contact_terms
 from .inertia import gravity, rotational_inertia, translational_inertia
@@ -27,7 +35,7 @@ LS_NONE, LS_SIMPLE, LS_ARMIJO, LS_RESIDUAL_NORM, LS_ARMIJO_OR_RESIDUAL_NORM = 0,
 _SMALL_ANGLE = 1e-4  # lie._SMALL_ANGLE
 
 
-@kernel
+@inner_kernel
 def lu_solve(a, b, x, n, perm):
     """Solve a[:n, :n] x = b[:n] by LU with partial pivoting (a is overwritten); False when a pivot is exactly
     zero (LAPACK gesv's singular case). ``perm`` (n,) int scratch."""
@@ -88,17 +96,83 @@ def _solve_system(mat, rhs, sol, n, work, perm):
         for j in range(n):
             if not np.isfinite(mat[i, j]):
                 return False
-    m = np.ascontiguousarray(mat[:n, :n])
-    r = np.ascontiguousarray(rhs[:n])
-    x = np.linalg.lstsq(m, r, np.finfo(np.float64).eps * n)[0]
+    min_norm_solve(mat, rhs, sol, n)
     for i in range(n):
-        sol[i] = x[i]
-        if not np.isfinite(x[i]):
+        if not np.isfinite(sol[i]):
             return False
     return True
 
 
 @kernel
+def min_norm_solve(mat, rhs, sol, n):
+    """sol = the minimum-norm least-squares solution of mat[:n, :n] x = rhs[:n], as np.linalg.lstsq with its
+    default rcond (singular values at or below eps n times the largest count as zero).
+
+    One-sided Jacobi SVD (Hestenes): rotate column pairs of U = A until all are orthogonal (A V = U, V
+    orthogonal), so s_j = |u_j| and x = sum_j v_j (u_j . b) / s_j^2. Backward stable like LAPACK's gelsd, which
+    numpy calls, so the two agree to round-off. Written out because numba's lstsq, compiled and linked into the
+    Newton kernel, cost about 9 s of its cold compile, for a path taken about once in 10^4 Push steps."""
+    eps = np.finfo(np.float64).eps
+    u = np.empty((n, n))
+    v = np.empty((n, n))
+    norms = np.empty(n)
+    for i in range(n):
+        for j in range(n):
+            u[i, j] = mat[i, j]
+            v[i, j] = 1.0 if i == j else 0.0
+    for _ in range(64):  # quadratic convergence: a handful of sweeps in practice
+        rotated = False
+        for p in range(n - 1):
+            for q in range(p + 1, n):
+                alpha = 0.0
+                beta = 0.0
+                gamma = 0.0
+                for i in range(n):
+                    alpha += u[i, p] * u[i, p]
+                    beta += u[i, q] * u[i, q]
+                    gamma += u[i, p] * u[i, q]
+                if abs(gamma) <= eps * np.sqrt(alpha) * np.sqrt(beta):
+                    continue
+                rotated = True
+                # The rotation that zeroes u_p . u_q: t = tan(angle), the root of t^2 + 2 zeta t - 1 of least size.
+                zeta = (beta - alpha) / (2.0 * gamma)
+                t = 1.0 / (abs(zeta) + math.hypot(1.0, zeta))
+                if zeta < 0.0:
+                    t = -t
+                c = 1.0 / math.hypot(1.0, t)
+                sn = c * t
+                for i in range(n):
+                    up, uq = u[i, p], u[i, q]
+                    u[i, p] = c * up - sn * uq
+                    u[i, q] = sn * up + c * uq
+                for i in range(n):
+                    vp, vq = v[i, p], v[i, q]
+                    v[i, p] = c * vp - sn * vq
+                    v[i, q] = sn * vp + c * vq
+        if not rotated:
+            break
+    largest = 0.0
+    for j in range(n):
+        s2 = 0.0
+        for i in range(n):
+            s2 += u[i, j] * u[i, j]
+        norms[j] = np.sqrt(s2)
+        largest = max(largest, norms[j])
+    cutoff = eps * n * largest
+    for i in range(n):
+        sol[i] = 0.0
+    for j in range(n):
+        if not norms[j] > cutoff:
+            continue
+        ub = 0.0
+        for i in range(n):
+            ub += u[i, j] * rhs[i]
+        coef = ub / (norms[j] * norms[j])
+        for i in range(n):
+            sol[i] += coef * v[i, j]
+
+
+@inner_kernel
 def _newton_direction(grad, hess, coupling, slot_a, slot_b, has_coupling, is_static, dyn_index, dx, dense, rhs,
                       sol, work, perm):
     """dx (N, 6) solving K dx = r over the dynamic bodies of one world (newton._solve): one 6x6 solve per body
@@ -120,7 +194,7 @@ def _newton_direction(grad, hess, coupling, slot_a, slot_b, has_coupling, is_sta
             n = dyn_index[d]
             for i in range(6):
                 rhs[i] = grad[n, i]
-            if not _solve_system(hess[n], rhs, sol, 6, work, perm):
+            if not _solve_system(hess[n], rhs, sol, hess.shape[1], work, perm):
                 ok = False
             for i in range(6):
                 dx[n, i] = sol[i]
@@ -157,7 +231,7 @@ def _newton_direction(grad, hess, coupling, slot_a, slot_b, has_coupling, is_sta
     return ok
 
 
-@kernel
+@inner_kernel
 def _exp_times(theta, rot, out):
     """out = exp(skew(theta)) rot (lie.exp_so3 with its small-angle series)."""
     x, y, z = theta[0], theta[1], theta[2]
@@ -186,24 +260,72 @@ def _exp_times(theta, rot, out):
         out[2, j] = (e20 * r0 + e21 * r1) + e22 * r2
 
 
-@kernel
+@inner_kernel
+def _any_nonzero(x):
+    """Whether the (N, 6) ``x`` has a non-zero entry."""
+    for b in range(x.shape[0]):
+        for i in range(x.shape[1]):
+            if x[b, i] != 0.0:
+                return True
+    return False
+
+
+# The helpers below move whole buffers element by element: numba's slice assignment and in-place array operators
+# compile a broadcasting implementation with shape-mismatch error formatting, which made a three-line helper cost
+# 10 s of LLVM time, and more again in every kernel it was linked into.
+@inner_kernel
+def _copy(dst, src):
+    """dst = src for two C-contiguous arrays of the same size."""
+    d = dst.ravel()
+    s = src.ravel()
+    for i in range(d.shape[0]):
+        d[i] = s[i]
+
+
+@inner_kernel
+def _fill_zero(dst):
+    d = dst.ravel()
+    for i in range(d.shape[0]):
+        d[i] = 0.0
+
+
+@inner_kernel
+def _accumulate(total, terms):
+    """total += terms (same size, C-contiguous)."""
+    t = total.ravel()
+    x = terms.ravel()
+    for i in range(t.shape[0]):
+        t[i] = t[i] + x[i]
+
+
+@inner_kernel
 def _zero(e, g, h):
     e[0] = 0.0
-    g[:] = 0.0
-    h[:] = 0.0
+    _fill_zero(g)
+    _fill_zero(h)
 
 
-@kernel
-def _add_terms(total_e, total_g, total_h, e, g, h, first):
-    """total = terms (first potential: a copy, as evaluate_potentials' sum starts) or total += terms."""
-    if first:
-        total_e[0] = e[0]
-        total_g[:] = g
-        total_h[:] = h
-    else:
-        total_e[0] = total_e[0] + e[0]
-        total_g += g
-        total_h += h
+@inner_kernel
+def _set_terms(total_e, total_g, total_h, e, g, h):
+    """total = terms: the first potential's terms are copied, as evaluate_potentials' sum starts."""
+    total_e[0] = e[0]
+    _copy(total_g, g)
+    _copy(total_h, h)
+
+
+@inner_kernel
+def _add_terms(total_e, total_g, total_h, e, g, h):
+    """total += terms."""
+    total_e[0] = total_e[0] + e[0]
+    _accumulate(total_g, g)
+    _accumulate(total_h, h)
+
+
+@inner_kernel
+def _add_gradient_terms(total_e, total_g, e, g):
+    """total += terms of a potential without a Hessian (gravity, DoF loads)."""
+    total_e[0] = total_e[0] + e[0]
+    _accumulate(total_g, g)
 
 
 @kernel
@@ -222,7 +344,8 @@ def newton_stage(
         implicit_normal_force, fitted_hessian, slot_a, slot_b,
         # pivot constraints: position (pp_) and rotation (pr_) sets, constraint-system order pivot_order
         has_constraints, pivot_order, world_index, pp_count, pp_actors, pp_arm, pp_target, pp_g_old, pp_stiffness,
-        pp_damp, pp_saturation, pp_damped, pr_count, pr_actors, pr_local_rotation, pr_target, pr_g_old, pr_stiffness, pr_damp, pr_saturation, pr_damped,
+        pp_damp, pp_saturation, pp_damped, pr_count, pr_actors, pr_local_rotation, pr_target, pr_g_old, pr_stiffness,
+        pr_damp, pr_saturation, pr_damped,
         # solver parameters
         max_iter, global_convergence, abs_tol, rel_tol, rel_step_tol, psd_project, explosion_control, abs_div_tol,
         rel_div_tol, ls_type, ls_max_iter, ls_alpha, ls_wolfe1, ls_max_rel_increase, best_iterate_on_stop,
@@ -253,7 +376,6 @@ def newton_stage(
     e_one = np.empty(1)
     g_one = np.empty((1, n, 6))
     h_one = np.empty((1, n, 6, 6))
-    k_one = np.empty((1, num_slots, 6, 6))
     k_tot = np.empty((1, num_slots, 6, 6))
     k_try = np.empty((1, num_slots, 6, 6))
     best_c = np.empty((n, 3))
@@ -275,30 +397,29 @@ def newton_stage(
     pr_gold = np.empty((1, pr_count, 3))
     rows = np.empty(1, np.int64)
     rho0 = np.empty(n)
+    # np.bool_(True), not the literal True: a literal argument compiles a second specialization of every potential
+    # kernel beside the one the numpy Newton calls from Python.
+    hessian = np.bool_(True)
     for w in range(num_worlds):
-        c0[0] = com0[w]
-        r0[0] = rot0[w]
-        v0[0] = vel0[w]
-        om0[0] = omega0[w]
-        s0[0] = sym0[w]
-        grav[0] = gravity_w[w]
-        load[0] = external_force[w]
-        any_load = False
-        for b in range(n):
-            for i in range(6):
-                if load[0, b, i] != 0.0:
-                    any_load = True
+        _copy(c0[0], com0[w])
+        _copy(r0[0], rot0[w])
+        _copy(v0[0], vel0[w])
+        _copy(om0[0], omega0[w])
+        _copy(s0[0], sym0[w])
+        _copy(grav[0], gravity_w[w])
+        _copy(load[0], external_force[w])
+        any_load = _any_nonzero(load[0])
         if has_offset_forces:
-            off_f[0] = offset_force[w]
+            _copy(off_f[0], offset_force[w])
         if pp_count:
-            pp_gold[0] = pp_g_old[w]
+            _copy(pp_gold[0], pp_g_old[w])
         if pr_count:
-            pr_gold[0] = pr_g_old[w]
+            _copy(pr_gold[0], pr_g_old[w])
         rows[0] = world_index[w]
-        c_try[0] = guess_c[w]
-        r_try[0] = guess_r[w]
-        # One call site of _evaluate (the potentials are compiled into this kernel once): the first pass evaluates
-        # the start iterate, every later pass a line-search trial.
+        _copy(c_try[0], guess_c[w])
+        _copy(r_try[0], guess_r[w])
+        # One evaluation point (each potential kernel is linked into this one once): the first pass evaluates the
+        # start iterate, every later pass a line-search trial.
         started = False
         stop_next = False
         best_energy = np.inf
@@ -314,19 +435,65 @@ def newton_stage(
         slope = 0.0
         e_start = 0.0
         while True:
-            _evaluate(
-                mass, second_moment, is_static, has_gravity, rot_active, inertia, ne_active, any_newton_euler,
-                stage_dt, c0, r0, v0, om0, s0, grav, load, any_load, off_f, offset_local, has_offset_forces,
-                has_contact, s_points, s_normals, s_weights, s_start, s_count, p_colliding, p_collider,
-                p_collider_index, p_k, p_eps, p_delta, p_mu, p_c_t, p_c_n, p_falloff_vel, p_max_alignment,
-                p_use_collider_normal, p_dissipative, p_reach, p_sphere_center, p_sphere_radius, p_bound_is_half,
-                p_bound_vector, p_bound_scalar, p_slot, p_flip, c_kind, c_center, c_half_extents, c_rotation,
-                c_radius, c_normal, c_offset, c_grid_values, c_grid_start, c_grid_dims, c_grid_min, c_grid_max,
-                c_grid_cell, friction_model, fade_friction, implicit_normal_force, fitted_hessian, has_constraints,
-                pivot_order, pp_count, pp_actors, pp_arm, pp_target, pp_gold, pp_stiffness, pp_damp, pp_saturation,
-                pp_damped, pr_count, pr_actors, pr_local_rotation, pr_target, pr_gold, pr_stiffness, pr_damp,
-                pr_saturation, pr_damped, psd_project, c_try, r_try, e_try, g_try, h_try, k_try, e_one, g_one,
-                h_one, k_one, pp_g, pp_jac, pr_g, pr_jac, rows, no_blocks)
+            # Every potential's terms at the trial iterate, summed in newton.evaluate_potentials' order (core
+            # potentials, then contact, then constraints), static rows zeroed. Written out at the loop's one
+            # evaluation point: as a helper kernel it was compiled and LLVM-optimized on its own and then again
+            # inside this one (9 s of the cold compile), and numba cannot inline a call of over 30 arguments.
+            _zero(e_one, g_one, h_one)
+            translational_inertia(mass, is_static, stage_dt, c_try, c0, v0, hessian, e_one, g_one, h_one)
+            _set_terms(e_try, g_try, h_try, e_one, g_one, h_one)
+            _zero(e_one, g_one, h_one)
+            rotational_inertia(second_moment, rot_active, stage_dt, r_try, r0, om0, s0, hessian, psd_project, e_one,
+                               g_one, h_one)
+            _add_terms(e_try, g_try, h_try, e_one, g_one, h_one)
+            if any_newton_euler:
+                _zero(e_one, g_one, h_one)
+                newton_euler_inertia(inertia, ne_active, stage_dt, r_try, r0, om0, hessian, e_one, g_one, h_one)
+                _add_terms(e_try, g_try, h_try, e_one, g_one, h_one)
+            e_one[0] = 0.0
+            _fill_zero(g_one)
+            gravity(mass, is_static, has_gravity, grav, c_try, e_one, g_one)
+            _add_gradient_terms(e_try, g_try, e_one, g_one)
+            if any_load:
+                e_one[0] = 0.0
+                _fill_zero(g_one)
+                dof_loads(is_static, load, c_try, r_try, r0, e_one, g_one)
+                _add_gradient_terms(e_try, g_try, e_one, g_one)
+            if has_offset_forces:
+                _zero(e_one, g_one, h_one)
+                offset_forces(is_static, off_f, offset_local, c_try, r_try, hessian, psd_project, e_one, g_one,
+                              h_one)
+                _add_terms(e_try, g_try, h_try, e_one, g_one, h_one)
+            _fill_zero(k_try)
+            if has_contact:
+                blocks = k_try if k_try.shape[1] else no_blocks
+                _zero(e_one, g_one, h_one)
+                contact_terms(
+                    s_points, s_normals, s_weights, s_start, s_count, p_colliding, p_collider, p_collider_index, p_k,
+                    p_eps, p_delta, p_mu, p_c_t, p_c_n, p_falloff_vel, p_max_alignment, p_use_collider_normal,
+                    p_dissipative, p_reach, p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector,
+                    p_bound_scalar, p_slot, p_flip, c_kind, c_center, c_half_extents, c_rotation, c_radius, c_normal,
+                    c_offset, c_grid_values, c_grid_start, c_grid_dims, c_grid_min, c_grid_max, c_grid_cell, c_try,
+                    r_try, c0, r0, stage_dt, friction_model, fade_friction, implicit_normal_force, fitted_hessian,
+                    hessian, e_one, g_one, h_one, blocks)
+                _add_terms(e_try, g_try, h_try, e_one, g_one, h_one)
+            if has_constraints:
+                _zero(e_one, g_one, h_one)
+                for step in range(2):
+                    kind = pivot_order if step == 0 else 1 - pivot_order
+                    if kind == 0:
+                        _point_pivots(c_try, r_try, pp_count, pp_actors, rows, pp_arm, pp_target, pp_gold,
+                                      pp_stiffness, pp_damp, pp_saturation, pp_damped, pp_g, pp_jac, hessian, e_one,
+                                      g_one, h_one)
+                    else:
+                        _rotation_pivots(r_try, pr_count, pr_actors, rows, pr_local_rotation, pr_target, pr_gold,
+                                         pr_stiffness, pr_damp, pr_saturation, pr_damped, pr_g, pr_jac, hessian, e_one,
+                                         g_one, h_one)
+                _add_terms(e_try, g_try, h_try, e_one, g_one, h_one)
+            for b in range(is_static.shape[0]):
+                if is_static[b]:
+                    for i in range(6):
+                        g_try[0, b, i] = 0.0
             if not started:
                 accept = True
                 started = True
@@ -354,21 +521,21 @@ def newton_stage(
                     lam *= ls_alpha
                     _trial(c, r, dx, lam, dyn_index, c_try, r_try)
                     continue
-            c[0] = c_try[0]
-            r[0] = r_try[0]
+            _copy(c[0], c_try[0])
+            _copy(r[0], r_try[0])
             e_tot[0] = e_try[0]
-            g_tot[0] = g_try[0]
-            h_tot[0] = h_try[0]
-            k_tot[0] = k_try[0]
+            _copy(g_tot[0], g_try[0])
+            _copy(h_tot[0], h_try[0])
+            _copy(k_tot[0], k_try[0])
             if it == 0:
                 _actor_residuals(g_tot[0], is_static, force_weight, torque_weight[w], rho0)
                 norm0 = _norm(g_tot[0])
             # Newton iteration ``it``: best iterate, finishing status, direction, step test, line search start.
             if best_iterate_on_stop and e_tot[0] < best_energy:
                 best_energy = e_tot[0]
-                best_c[:] = c[0]
-                best_r[:] = r[0]
-                best_g[:] = g_tot[0]
+                _copy(best_c, c[0])
+                _copy(best_r, r[0])
+                _copy(best_g, g_tot[0])
             fin = NOT_STARTED
             if stop_next:
                 fin = STOPPED
@@ -386,21 +553,21 @@ def newton_stage(
             if fin != NOT_STARTED:
                 st = fin
                 if capped and best_iterate_on_stop:
-                    out_c[w] = best_c
-                    out_r[w] = best_r
-                    out_grad[w] = best_g
+                    _copy(out_c[w], best_c)
+                    _copy(out_r[w], best_r)
+                    _copy(out_grad[w], best_g)
                 else:
-                    out_c[w] = c[0]
-                    out_r[w] = r[0]
-                    out_grad[w] = g_tot[0]
+                    _copy(out_c[w], c[0])
+                    _copy(out_r[w], r[0])
+                    _copy(out_grad[w], g_tot[0])
                 break
             ok = _newton_direction(g_tot[0], h_tot[0], k_tot[0], slot_a, slot_b, num_slots > 0, is_static,
                                    dyn_index, dx, dense, rhs, sol, work, perm)
             if not ok:
                 st = DIVERGED
-                out_c[w] = c[0]
-                out_r[w] = r[0]
-                out_grad[w] = g_tot[0]
+                _copy(out_c[w], c[0])
+                _copy(out_r[w], r[0])
+                _copy(out_grad[w], g_tot[0])
                 break
             iters += 1
             # Relative step test on the raw increment: stop next iteration when |dx| <= rel_step_tol |x|.
@@ -433,11 +600,11 @@ def newton_stage(
         ls_iterations[w] = ls_used_max
 
 
-@kernel
+@inner_kernel
 def _trial(c, r, dx, lam, dyn_index, c_try, r_try):
     """The iterate x (+) (-lam dx) on the dynamic bodies (newton._apply)."""
-    c_try[0] = c[0]
-    r_try[0] = r[0]
+    _copy(c_try[0], c[0])
+    _copy(r_try[0], r[0])
     theta = np.empty(3)
     for d in range(dyn_index.shape[0]):
         b = dyn_index[d]
@@ -448,7 +615,7 @@ def _trial(c, r, dx, lam, dyn_index, c_try, r_try):
         _exp_times(theta, r[0, b], r_try[0, b])
 
 
-@kernel
+@inner_kernel
 def _norm(g):
     s = 0.0
     for b in range(g.shape[0]):
@@ -457,7 +624,7 @@ def _norm(g):
     return np.sqrt(s)
 
 
-@kernel
+@inner_kernel
 def _actor_residuals(g, is_static, force_weight, torque_weight, out):
     """rho_a = sqrt(w_f |f_a|^2 + sum_j w_tj tau_aj^2) per actor (newton._actor_residuals), 0 on static rows."""
     for b in range(g.shape[0]):
@@ -470,7 +637,7 @@ def _actor_residuals(g, is_static, force_weight, torque_weight, out):
         out[b] = np.sqrt(force_weight[b] * f2 + t2)
 
 
-@kernel
+@inner_kernel
 def _converged(g, it, global_convergence, abs_tol, rel_tol, norm0, rho0, is_static, force_weight, torque_weight):
     if global_convergence:
         nrm = _norm(g)
@@ -487,95 +654,23 @@ def _converged(g, it, global_convergence, abs_tol, rel_tol, norm0, rho0, is_stat
     return True
 
 
-@kernel
+@inner_kernel
 def _point_pivots(c, r, count, actors, world_rows, arm, target, g_old, stiffness, damp, saturation, damped, g, jac,
-                  e, grad, hess):
+                  hessian, e, grad, hess):
     """Add the RigidPivotPosition set's compliant terms (ConstraintSet._evaluate_kernel) into e, grad, hess."""
     if count == 0:
         return
-    point_pivot_values(c, r, actors, world_rows, arm, target, True, g, jac)
+    point_pivot_values(c, r, actors, world_rows, arm, target, hessian, g, jac)
     previous = g_old if damped else g
-    one_actor_compliance(g, previous, jac, actors, stiffness, damp, saturation, damped, True, e, grad, hess)
+    one_actor_compliance(g, previous, jac, actors, stiffness, damp, saturation, damped, hessian, e, grad, hess)
 
 
-@kernel
+@inner_kernel
 def _rotation_pivots(r, count, actors, world_rows, local_rotation, target, g_old, stiffness, damp, saturation,
-                     damped, g, jac, e, grad, hess):
+                     damped, g, jac, hessian, e, grad, hess):
     """Add the RigidPivotRotation set's compliant terms (ConstraintSet._evaluate_kernel) into e, grad, hess."""
     if count == 0:
         return
-    rotation_pivot_values(r, actors, world_rows, local_rotation, target, True, g, jac)
+    rotation_pivot_values(r, actors, world_rows, local_rotation, target, hessian, g, jac)
     previous = g_old if damped else g
-    one_actor_compliance(g, previous, jac, actors, stiffness, damp, saturation, damped, True, e, grad, hess)
-
-
-@kernel
-def _evaluate(
-        mass, second_moment, is_static, has_gravity, rot_active, inertia, ne_active, any_newton_euler, stage_dt,
-        c0, r0, v0, om0, s0, grav, load, any_load, off_f, offset_local, has_offset_forces, has_contact, s_points,
-        s_normals, s_weights, s_start, s_count, p_colliding, p_collider, p_collider_index, p_k, p_eps, p_delta,
-        p_mu, p_c_t, p_c_n, p_falloff_vel, p_max_alignment, p_use_collider_normal, p_dissipative, p_reach,
-        p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector, p_bound_scalar, p_slot, p_flip, c_kind,
-        c_center, c_half_extents, c_rotation, c_radius, c_normal, c_offset, c_grid_values, c_grid_start,
-        c_grid_dims, c_grid_min, c_grid_max, c_grid_cell, friction_model, fade_friction, implicit_normal_force,
-        fitted_hessian, has_constraints, pivot_order, pp_count, pp_actors, pp_arm, pp_target,
-        pp_gold, pp_stiffness, pp_damp, pp_saturation, pp_damped, pr_count, pr_actors,
-        pr_local_rotation, pr_target, pr_gold, pr_stiffness, pr_damp, pr_saturation, pr_damped, psd_project, c, r,
-        e_tot, g_tot, h_tot, k_tot, e_one, g_one, h_one, k_one, pp_g, pp_jac, pr_g, pr_jac, rows, no_blocks):
-    """Every potential's terms at (c, r) of one world, summed in newton.evaluate_potentials' order (core
-    potentials, then contact, then constraints) into e_tot, g_tot, h_tot (static rows zeroed) and the contact
-    coupling blocks into k_tot. Returns whether some contact row coupled two dynamic bodies."""
-    _zero(e_one, g_one, h_one)
-    translational_inertia(mass, is_static, stage_dt, c, c0, v0, True, e_one, g_one, h_one)
-    _add_terms(e_tot, g_tot, h_tot, e_one, g_one, h_one, True)
-    _zero(e_one, g_one, h_one)
-    rotational_inertia(second_moment, rot_active, stage_dt, r, r0, om0, s0, True, psd_project, e_one, g_one, h_one)
-    _add_terms(e_tot, g_tot, h_tot, e_one, g_one, h_one, False)
-    if any_newton_euler:
-        _zero(e_one, g_one, h_one)
-        newton_euler_inertia(inertia, ne_active, stage_dt, r, r0, om0, True, e_one, g_one, h_one)
-        _add_terms(e_tot, g_tot, h_tot, e_one, g_one, h_one, False)
-    e_one[0] = 0.0
-    g_one[:] = 0.0
-    gravity(mass, is_static, has_gravity, grav, c, e_one, g_one)
-    e_tot[0] = e_tot[0] + e_one[0]
-    g_tot += g_one
-    if any_load:
-        e_one[0] = 0.0
-        g_one[:] = 0.0
-        dof_loads(is_static, load, c, r, r0, e_one, g_one)
-        e_tot[0] = e_tot[0] + e_one[0]
-        g_tot += g_one
-    if has_offset_forces:
-        _zero(e_one, g_one, h_one)
-        offset_forces(is_static, off_f, offset_local, c, r, True, psd_project, e_one, g_one, h_one)
-        _add_terms(e_tot, g_tot, h_tot, e_one, g_one, h_one, False)
-    coupled = False
-    k_tot[:] = 0.0
-    if has_contact:
-        blocks = k_tot if k_tot.shape[1] else no_blocks
-        _zero(e_one, g_one, h_one)
-        coupled = contact_terms(
-            s_points, s_normals, s_weights, s_start, s_count, p_colliding, p_collider, p_collider_index, p_k, p_eps,
-            p_delta, p_mu, p_c_t, p_c_n, p_falloff_vel, p_max_alignment, p_use_collider_normal, p_dissipative,
-            p_reach, p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector, p_bound_scalar, p_slot,
-            p_flip, c_kind, c_center, c_half_extents, c_rotation, c_radius, c_normal, c_offset, c_grid_values,
-            c_grid_start, c_grid_dims, c_grid_min, c_grid_max, c_grid_cell, c, r, c0, r0, stage_dt, friction_model,
-            fade_friction, implicit_normal_force, fitted_hessian, True, e_one, g_one, h_one, blocks)
-        _add_terms(e_tot, g_tot, h_tot, e_one, g_one, h_one, False)
-    if has_constraints:
-        _zero(e_one, g_one, h_one)
-        for step in range(2):
-            kind = pivot_order if step == 0 else 1 - pivot_order
-            if kind == 0:
-                _point_pivots(c, r, pp_count, pp_actors, rows, pp_arm, pp_target, pp_gold, pp_stiffness, pp_damp,
-                              pp_saturation, pp_damped, pp_g, pp_jac, e_one, g_one, h_one)
-            else:
-                _rotation_pivots(r, pr_count, pr_actors, rows, pr_local_rotation, pr_target, pr_gold, pr_stiffness,
-                                 pr_damp, pr_saturation, pr_damped, pr_g, pr_jac, e_one, g_one, h_one)
-        _add_terms(e_tot, g_tot, h_tot, e_one, g_one, h_one, False)
-    for b in range(is_static.shape[0]):
-        if is_static[b]:
-            for i in range(6):
-                g_tot[0, b, i] = 0.0
-    return coupled
+    one_actor_compliance(g, previous, jac, actors, stiffness, damp, saturation, damped, hessian, e, grad, hess)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import kernel
+from ..jit import inner_kernel, kernel
 
 _SMALL_ANGLE = 1e-4  # lie._SMALL_ANGLE: Taylor series of angle / sin(angle) below it
 _NEAR_PI = np.pi - 1e-2  # lie._NEAR_PI: the quaternion route near pi
@@ -32,7 +32,7 @@ def so3_log(m, out):
     out[2] = ratio * vz
 
 
-@kernel
+@inner_kernel
 def _log_near_pi(m, out):
     """`lie.quat_to_rotvec(lie.matrix_to_quat(m))` (Shepperd's quaternion, then the half angle)."""
     trace = m[0, 0] + m[1, 1] + m[2, 2]
