@@ -9,6 +9,7 @@ gradient steps per batched step on a [32, 32] net, a checkpoint and an evaluatio
 import json
 import sys
 import time
+import types
 
 import numpy as np
 import pytest
@@ -158,6 +159,36 @@ def test_evaluate_names_the_env_when_the_model_does_not_fit_it(trained_run, tmp_
     assert evaluate_mod.main([str(tmp_path / "model.zip"), "--env", "SuperDex/Stack2-v0", "--episodes", "1",
                               "--vecnormalize", str(out / "model_vecnormalize.pkl")]) == 2
     assert "--env ID" in capsys.readouterr().err
+
+
+def test_clip_target_q_clamps_the_target_critic_to_the_sparse_return_range():
+    import torch
+
+    class TwinCritic(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.tensor([1.0]))
+
+        def forward(self, obs, actions):
+            return obs * self.w, actions * self.w
+
+    critic = TwinCritic()
+    model = types.SimpleNamespace(policy=types.SimpleNamespace(critic_target=critic))
+    train_mod.clip_target_q(model, gamma=0.95)
+    q1, q2 = critic(torch.tensor([-30.0, -5.0, 3.0]), torch.tensor([-19.0, 0.0, 1e6]))
+    assert q1.tolist() == [-20.0, -5.0, 0.0] and q2.tolist() == [-19.0, 0.0, 0.0]  # [-1 / (1 - 0.95), 0]
+    assert list(critic.state_dict()) == ["w"]  # nothing added to what is saved
+
+
+def test_clip_target_q_is_refused_where_it_does_not_apply():
+    ok = train_mod.resolve("reach", overrides=["train.clip_target_q=true"])
+    assert ok["train"]["clip_target_q"] is True
+    with pytest.raises(ValueError, match="dense reward"):
+        train_mod.resolve("push_dense", overrides=["train.clip_target_q=true"])
+    with pytest.raises(ValueError, match="true or false"):
+        train_mod.resolve("reach", overrides=["train.clip_target_q=1"])
+    with pytest.raises(ValueError, match="algo 'sac'"):
+        train_mod.resolve("reach", overrides=["train.clip_target_q=true", "algo=tqc"])
 
 
 def test_scripted_baseline_through_the_cli(tmp_path):

@@ -10,7 +10,9 @@ is). Sections:
   eval_seed, deterministic_torch, torch_threads, normalize (running mean / std of the observation dict,
   ``VecNormalize``), clip_obs, warmup_policy (the actions of the first ``model.learning_starts`` timesteps:
   ``"random"``, SB3's uniform samples, or ``"scripted"``, the task's scripted policy), warmup_random_prob (with
-  ``"scripted"``: the probability that a world's action is a uniform sample instead), video (``"gif"``,
+  ``"scripted"``: the probability that a world's action is a uniform sample instead), clip_target_q (sparse
+  rewards only: the critic's bootstrapped values clamped to the -1/0 reward's return range [-1 / (1 - gamma), 0],
+  as the HER baselines clip their targets), video (``"gif"``,
   ``"mp4"`` or ``"none"``: one rendered episode of the final model, seed eval_seed, written after training)
 * ``[model]``: keyword arguments of the algorithm (``SAC(...)``), with ``policy`` and ``policy_kwargs``
 * ``[her]``: ``HerReplayBuffer`` kwargs (n_sampled_goal, goal_selection_strategy)
@@ -56,6 +58,7 @@ DEFAULTS = {
         "clip_obs": 5.0,
         "warmup_policy": "random",
         "warmup_random_prob": 0.3,
+        "clip_target_q": False,
         "video": "gif",
     },
     "model": {"policy": "MultiInputPolicy", "policy_kwargs": {}},

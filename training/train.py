@@ -259,6 +259,23 @@ class ScriptedWarmup:
 
 # --- the run ------------------------------------------------------------------------------------------------------
 @contextlib.contextmanager
+def clip_target_q(model, gamma: float) -> None:
+    """Clamp the target critic's values to [-1 / (1 - gamma), 0], the return range of the sparse -1/0 reward, as
+    the HER baselines clip their targets: a bootstrapped target outside it can only be extrapolation error, and
+    on long tasks (Stack2 at gamma 0.98, Stack3 at 0.95) SAC fed on it until the critic diverged
+    (docs/training_log.md). The online critic and the actor are unchanged; the saved model loads as plain SAC."""
+    import torch
+
+    critic_target = model.policy.critic_target
+    forward = critic_target.forward
+    low = -1.0 / (1.0 - gamma)
+
+    def clipped(obs, actions):
+        return tuple(torch.clamp(q, low, 0.0) for q in forward(obs, actions))
+
+    critic_target.forward = clipped
+
+
 def torch_settings(deterministic: bool, threads: int):
     """``torch.use_deterministic_algorithms(True)`` and ``torch.set_num_threads(threads)`` (when > 0) inside the
     block; both restored after."""
@@ -293,6 +310,13 @@ def resolve(config, *, total_timesteps=None, seed=None, num_envs=None, device=No
         raise ValueError(f"train.warmup_policy must be 'random' or 'scripted', got {t['warmup_policy']!r}")
     if not 0.0 <= float(t["warmup_random_prob"]) <= 1.0:
         raise ValueError(f"train.warmup_random_prob must be in [0, 1], got {t['warmup_random_prob']!r}")
+    if not isinstance(t["clip_target_q"], bool):
+        raise ValueError(f"train.clip_target_q must be true or false, got {t['clip_target_q']!r}")
+    if t["clip_target_q"] and cfg["algo"] != "sac":
+        raise ValueError(f"train.clip_target_q is implemented for algo 'sac' (its twin critics), not {cfg['algo']!r}")
+    if t["clip_target_q"] and gym.spec(cfg["env_id"]).kwargs.get("dense_reward", False):
+        raise ValueError(f"train.clip_target_q clamps to the sparse -1/0 reward's return range; {cfg['env_id']} has "
+                         "a dense reward")
     if t["num_envs"] < 1 or t["total_timesteps"] < 1 or t["eval_episodes"] < 0:
         raise ValueError(f"need num_envs >= 1, total_timesteps >= 1, eval_episodes >= 0; got {t}")
     for key in ("replay_buffer_class", "replay_buffer_kwargs", "env", "seed", "device"):
@@ -406,6 +430,8 @@ def train(config=None, *, output: str | Path | None = None, total_timesteps=None
                 model_kwargs["train_freq"] = tuple(model_kwargs["train_freq"])
             model = cls(policy, venv, replay_buffer_class=HerReplayBuffer, replay_buffer_kwargs=dict(cfg["her"]),
                         seed=s, device=t["device"], verbose=0, **model_kwargs)
+        if t["clip_target_q"]:
+            clip_target_q(model, float(cfg["model"].get("gamma", 0.99)))
         if t["warmup_policy"] == "scripted":
             from ..suite import scripted_policy
 
