@@ -258,7 +258,6 @@ class ScriptedWarmup:
 
 
 # --- the run ------------------------------------------------------------------------------------------------------
-@contextlib.contextmanager
 def clip_target_q(model, gamma: float) -> None:
     """Clamp the target critic's values to [-1 / (1 - gamma), 0], the return range of the sparse -1/0 reward, as
     the HER baselines clip their targets: a bootstrapped target outside it can only be extrapolation error, and
@@ -276,6 +275,7 @@ def clip_target_q(model, gamma: float) -> None:
     critic_target.forward = clipped
 
 
+@contextlib.contextmanager
 def torch_settings(deterministic: bool, threads: int):
     """``torch.use_deterministic_algorithms(True)`` and ``torch.set_num_threads(threads)`` (when > 0) inside the
     block; both restored after."""
