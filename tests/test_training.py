@@ -350,7 +350,7 @@ def test_push_config_learns(tmp_path):
     at 0.5 gradient steps per transition) stopped at 30 000 timesteps: the deterministic policy pushes a quarter or
     more of 32 seeded cubes onto their goals (measured: PUSH_MEASURED). The run is the packaged one, so this also
     guards the config's claim in the README. ~5 minutes here, the suite's longest test: marked slow, so the
-    README's test command leaves it out and .ci/run runs it beside the rest (``pytest -m slow``)."""
+    README's test command leaves it out and .ci/run runs it after the rest (``pytest -m slow``)."""
     result = train_mod.train("push", output=tmp_path / "push", total_timesteps=PUSH_STEPS, seed=0, device="cpu",
                              progress_bar=False, checkpoint_freq=0, eval_freq=0, verbose=0)
     final = result.curve[-1]
