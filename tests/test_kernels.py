@@ -103,7 +103,7 @@ def test_kernels_compile_from_a_cold_cache(tmp_path):
     velocity, g = map(float, out.stdout.split())
     assert velocity == pytest.approx(g * 0.01, rel=1e-12)  # one backward-Euler step of free fall: v = g dt
     cached = {p.name.split("-")[0] for p in (tmp_path / "cache").rglob("*.nbi")}  # "<module>.<kernel>-<line>..."
-    entry_points = ["contact.contact_terms", "constraints.point_pivot_values", "constraints.rotation_pivot_values",
+    entry_points = ["contact.contact_terms", "depth.contact_depth", "constraints.point_pivot_values", "constraints.rotation_pivot_values",
                     "constraints.one_actor_compliance", "inertia.translational_inertia",
                     "inertia.rotational_inertia", "inertia.gravity", "loads.dof_loads", "loads.offset_forces",
                     "loads.newton_euler_inertia"]
@@ -247,3 +247,22 @@ def test_contact_configurations_outside_the_kernel_take_the_numpy_path_by_constr
     assert not two_body_setup(mesh, FRICTION, True, rng, config=ContactEvalConfig())[0].uses_kernel
     grid = ground_colliders()["sdf"]
     assert two_body_setup(grid, FRICTION, True, rng, config=ContactEvalConfig())[0].uses_kernel
+
+
+@pytest.mark.parametrize("collider", ["plane", "sphere", "box", "rotated box", "grid"])
+@pytest.mark.parametrize("static_collider", [True, False], ids=["static", "dynamic"])
+def test_contact_depth_kernel_equals_numpy_oracle(collider, static_collider):
+    """`penetration_depth` (the kernel, one call over worlds x pairs x samples) against its numpy oracle, bit for
+    bit (same broad phase, same SDF arithmetic and grouping), in the ramp and deep regimes with one world apart."""
+    from test_contact_potential import FRICTION, two_body_setup
+    from superdex_gym.sim.contact.params import ContactEvalConfig
+
+    pot, _, com, rot = two_body_setup(_contact_cases()[collider], FRICTION, static_collider,
+                                      np.random.default_rng(7), config=ContactEvalConfig(), gap=-0.01,
+                                      stage_motion=2e-3, worlds=4)
+    assert pot.uses_kernel
+    com[3, 0, 1] += 5.0  # world 3: far above, no contact
+    got = pot.penetration_depth(com, rot)
+    ref = pot.penetration_depth_numpy(com, rot)
+    assert np.all(ref[:3] > 0.0) and np.all(ref[3] == 0.0)  # in contact (0.1-4.6 ramp widths) in the three
+    np.testing.assert_array_equal(got, ref)
