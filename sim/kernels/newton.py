@@ -10,9 +10,10 @@ exp(skew(-lam dx)) R, the norms of the stopping tests (sequential sums instead o
 minimum-norm solution of an exactly singular system (a one-sided Jacobi SVD instead of LAPACK's gelsd).
 
 Compile cost shapes this module (docs/engine.md, "Solver paths"): numba links every callee's LLVM IR into its
-caller and optimizes the result again, so helpers are small, called without array expressions or literal
-arguments (each literal type is one more specialization), and the helpers only kernels call have no Python
-wrappers (`inner_kernel`).
+caller and optimizes the result again, so the potential kernels are called by address (`jit.address_call`, the
+addresses from `potential_addresses`) and stay out of this module; the helpers are small, called without array
+expressions or literal arguments (each literal type is one more specialization), and the helpers only kernels
+call have no Python wrappers (`inner_kernel`).
 
 Which scenes take this path is decided in sim/newton_kernel.py (`plan`), once per step from the scene's
 composition, never by a run-time failure.
@@ -24,7 +25,9 @@ import math
 
 import numpy as np
 
-from ..jit import inner_kernel, kernel
+from numba import types
+
+from ..jit import address_call, inner_kernel, kernel, wrapper_address
 from .constraints import one_actor_compliance, point_pivot_values, rotation_pivot_values
 from .contact import contact_terms
 from .inertia import gravity, rotational_inertia, translational_inertia
@@ -33,6 +36,45 @@ from .loads import dof_loads, newton_euler_inertia, offset_forces
 NOT_STARTED, CONVERGED, STOPPED, DIVERGED = 0, 1, 2, 3  # params.ConvergenceStatus values
 LS_NONE, LS_SIMPLE, LS_ARMIJO, LS_RESIDUAL_NORM, LS_ARMIJO_OR_RESIDUAL_NORM = 0, 1, 2, 5, 6  # LineSearchType
 _SMALL_ANGLE = 1e-4  # lie._SMALL_ANGLE
+
+# The potential kernels' signatures as newton_stage calls them (C-contiguous writable arrays, as jit.kernel_array
+# makes them, so the numpy Newton's calls from Python reuse the same compiled code).
+_F1, _F2, _F3, _F4 = (types.Array(types.float64, d, "C") for d in (1, 2, 3, 4))
+_I1, _I2 = types.Array(types.int64, 1, "C"), types.Array(types.int64, 2, "C")
+_B1 = types.Array(types.boolean, 1, "C")
+_f8, _i8, _b = types.float64, types.int64, types.boolean
+_TERMS = (_F1, _F3, _F4)  # energy (W,), gradient (W, N, 6), Hessian (W, N, 6, 6) outputs
+_CONTACT_MODEL = (_F2, _F2, _F1, _I1, _I1,  # ContactSampleArrays
+                  _I1, _I1, _I1, _F1, _F1, _F1, _F1, _F1, _F1, _F1, _F1, _B1, _B1, _F1, _F2, _F1, _B1, _F2, _F1, _I1,
+                  _B1,  # ContactPairArrays
+                  _I1, _F2, _F2, _F3, _F1, _F2, _F1, _F1, _I1, _I2, _F2, _F2, _F2)  # ContactColliderArrays
+_BY_ADDRESS = (  # (kernel, signature), in the order of potential_addresses
+    (translational_inertia, types.none(_F1, _B1, _f8, _F3, _F3, _F3, _b, *_TERMS)),
+    (rotational_inertia, types.none(_F3, _B1, _f8, _F4, _F4, _F3, _F4, _b, _b, *_TERMS)),
+    (newton_euler_inertia, types.none(_F3, _B1, _f8, _F4, _F4, _F3, _b, *_TERMS)),
+    (gravity, types.none(_F1, _B1, _B1, _F2, _F3, _F1, _F3)),
+    (dof_loads, types.none(_B1, _F3, _F3, _F4, _F4, _F1, _F3)),
+    (offset_forces, types.none(_B1, _F4, _F3, _F3, _F4, _b, _b, *_TERMS)),
+    (contact_terms, _b(*_CONTACT_MODEL, _F3, _F4, _F3, _F4, _f8, _i8, _b, _b, _b, _b, *_TERMS, _F4)),
+    (point_pivot_values, types.none(_F3, _F4, _I1, _I1, _F2, _F3, _b, _F3, _F4)),
+    (rotation_pivot_values, types.none(_F4, _I1, _I1, _F3, _F4, _b, _F3, _F4)),
+    (one_actor_compliance, types.none(_F3, _F3, _F4, _I1, _F1, _F1, _F1, _b, _b, *_TERMS)),
+)
+(_call_translational_inertia, _call_rotational_inertia, _call_newton_euler_inertia, _call_gravity, _call_dof_loads,
+ _call_offset_forces, _call_contact_terms, _call_point_pivot_values, _call_rotation_pivot_values,
+ _call_one_actor_compliance) = (address_call(fn, sig) for fn, sig in _BY_ADDRESS)
+(_TRANSLATIONAL, _ROTATIONAL, _NEWTON_EULER, _GRAVITY, _DOF_LOADS, _OFFSET_FORCES, _CONTACT, _POINT_PIVOTS,
+ _ROTATION_PIVOTS, _COMPLIANCE) = range(len(_BY_ADDRESS))
+_addresses = None
+
+
+def potential_addresses() -> np.ndarray:
+    """The potential kernels' addresses newton_stage calls (int64, `_BY_ADDRESS` order); compiles or loads them
+    from the cache on the first call of a process."""
+    global _addresses
+    if _addresses is None:
+        _addresses = np.array([wrapper_address(fn, sig) for fn, sig in _BY_ADDRESS], dtype=np.int64)
+    return _addresses
 
 
 @inner_kernel
@@ -330,6 +372,8 @@ def _add_gradient_terms(total_e, total_g, e, g):
 
 @kernel
 def newton_stage(
+        # the potential kernels' addresses (potential_addresses())
+        addresses,
         # bodies (model.bodies.kernel_arrays) and the flags of the optional core potentials
         mass, second_moment, is_static, has_gravity, rot_active, inertia, ne_active, any_newton_euler, dyn_index,
         # stage context, leading axis W (the group's worlds)
@@ -440,55 +484,57 @@ def newton_stage(
             # evaluation point: as a helper kernel it was compiled and LLVM-optimized on its own and then again
             # inside this one (9 s of the cold compile), and numba cannot inline a call of over 30 arguments.
             _zero(e_one, g_one, h_one)
-            translational_inertia(mass, is_static, stage_dt, c_try, c0, v0, hessian, e_one, g_one, h_one)
+            _call_translational_inertia(addresses[_TRANSLATIONAL], mass, is_static, stage_dt, c_try, c0, v0, hessian,
+                                        e_one, g_one, h_one)
             _set_terms(e_try, g_try, h_try, e_one, g_one, h_one)
             _zero(e_one, g_one, h_one)
-            rotational_inertia(second_moment, rot_active, stage_dt, r_try, r0, om0, s0, hessian, psd_project, e_one,
-                               g_one, h_one)
+            _call_rotational_inertia(addresses[_ROTATIONAL], second_moment, rot_active, stage_dt, r_try, r0, om0, s0,
+                                     hessian, psd_project, e_one, g_one, h_one)
             _add_terms(e_try, g_try, h_try, e_one, g_one, h_one)
             if any_newton_euler:
                 _zero(e_one, g_one, h_one)
-                newton_euler_inertia(inertia, ne_active, stage_dt, r_try, r0, om0, hessian, e_one, g_one, h_one)
+                _call_newton_euler_inertia(addresses[_NEWTON_EULER], inertia, ne_active, stage_dt, r_try, r0, om0,
+                                           hessian, e_one, g_one, h_one)
                 _add_terms(e_try, g_try, h_try, e_one, g_one, h_one)
             e_one[0] = 0.0
             _fill_zero(g_one)
-            gravity(mass, is_static, has_gravity, grav, c_try, e_one, g_one)
+            _call_gravity(addresses[_GRAVITY], mass, is_static, has_gravity, grav, c_try, e_one, g_one)
             _add_gradient_terms(e_try, g_try, e_one, g_one)
             if any_load:
                 e_one[0] = 0.0
                 _fill_zero(g_one)
-                dof_loads(is_static, load, c_try, r_try, r0, e_one, g_one)
+                _call_dof_loads(addresses[_DOF_LOADS], is_static, load, c_try, r_try, r0, e_one, g_one)
                 _add_gradient_terms(e_try, g_try, e_one, g_one)
             if has_offset_forces:
                 _zero(e_one, g_one, h_one)
-                offset_forces(is_static, off_f, offset_local, c_try, r_try, hessian, psd_project, e_one, g_one,
-                              h_one)
+                _call_offset_forces(addresses[_OFFSET_FORCES], is_static, off_f, offset_local, c_try, r_try, hessian,
+                                    psd_project, e_one, g_one, h_one)
                 _add_terms(e_try, g_try, h_try, e_one, g_one, h_one)
             _fill_zero(k_try)
             if has_contact:
                 blocks = k_try if k_try.shape[1] else no_blocks
                 _zero(e_one, g_one, h_one)
-                contact_terms(
-                    s_points, s_normals, s_weights, s_start, s_count, p_colliding, p_collider, p_collider_index, p_k,
-                    p_eps, p_delta, p_mu, p_c_t, p_c_n, p_falloff_vel, p_max_alignment, p_use_collider_normal,
-                    p_dissipative, p_reach, p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector,
-                    p_bound_scalar, p_slot, p_flip, c_kind, c_center, c_half_extents, c_rotation, c_radius, c_normal,
-                    c_offset, c_grid_values, c_grid_start, c_grid_dims, c_grid_min, c_grid_max, c_grid_cell, c_try,
-                    r_try, c0, r0, stage_dt, friction_model, fade_friction, implicit_normal_force, fitted_hessian,
-                    hessian, e_one, g_one, h_one, blocks)
+                _call_contact_terms(
+                    addresses[_CONTACT], s_points, s_normals, s_weights, s_start, s_count, p_colliding, p_collider,
+                    p_collider_index, p_k, p_eps, p_delta, p_mu, p_c_t, p_c_n, p_falloff_vel, p_max_alignment,
+                    p_use_collider_normal, p_dissipative, p_reach, p_sphere_center, p_sphere_radius, p_bound_is_half,
+                    p_bound_vector, p_bound_scalar, p_slot, p_flip, c_kind, c_center, c_half_extents, c_rotation,
+                    c_radius, c_normal, c_offset, c_grid_values, c_grid_start, c_grid_dims, c_grid_min, c_grid_max,
+                    c_grid_cell, c_try, r_try, c0, r0, stage_dt, friction_model, fade_friction, implicit_normal_force,
+                    fitted_hessian, hessian, e_one, g_one, h_one, blocks)
                 _add_terms(e_try, g_try, h_try, e_one, g_one, h_one)
             if has_constraints:
                 _zero(e_one, g_one, h_one)
                 for step in range(2):
                     kind = pivot_order if step == 0 else 1 - pivot_order
                     if kind == 0:
-                        _point_pivots(c_try, r_try, pp_count, pp_actors, rows, pp_arm, pp_target, pp_gold,
+                        _point_pivots(addresses, c_try, r_try, pp_count, pp_actors, rows, pp_arm, pp_target, pp_gold,
                                       pp_stiffness, pp_damp, pp_saturation, pp_damped, pp_g, pp_jac, hessian, e_one,
                                       g_one, h_one)
                     else:
-                        _rotation_pivots(r_try, pr_count, pr_actors, rows, pr_local_rotation, pr_target, pr_gold,
-                                         pr_stiffness, pr_damp, pr_saturation, pr_damped, pr_g, pr_jac, hessian, e_one,
-                                         g_one, h_one)
+                        _rotation_pivots(addresses, r_try, pr_count, pr_actors, rows, pr_local_rotation, pr_target,
+                                         pr_gold, pr_stiffness, pr_damp, pr_saturation, pr_damped, pr_g, pr_jac,
+                                         hessian, e_one, g_one, h_one)
                 _add_terms(e_try, g_try, h_try, e_one, g_one, h_one)
             for b in range(is_static.shape[0]):
                 if is_static[b]:
@@ -655,22 +701,25 @@ def _converged(g, it, global_convergence, abs_tol, rel_tol, norm0, rho0, is_stat
 
 
 @inner_kernel
-def _point_pivots(c, r, count, actors, world_rows, arm, target, g_old, stiffness, damp, saturation, damped, g, jac,
-                  hessian, e, grad, hess):
+def _point_pivots(addresses, c, r, count, actors, world_rows, arm, target, g_old, stiffness, damp, saturation, damped,
+                  g, jac, hessian, e, grad, hess):
     """Add the RigidPivotPosition set's compliant terms (ConstraintSet._evaluate_kernel) into e, grad, hess."""
     if count == 0:
         return
-    point_pivot_values(c, r, actors, world_rows, arm, target, hessian, g, jac)
+    _call_point_pivot_values(addresses[_POINT_PIVOTS], c, r, actors, world_rows, arm, target, hessian, g, jac)
     previous = g_old if damped else g
-    one_actor_compliance(g, previous, jac, actors, stiffness, damp, saturation, damped, hessian, e, grad, hess)
+    _call_one_actor_compliance(addresses[_COMPLIANCE], g, previous, jac, actors, stiffness, damp, saturation, damped,
+                               hessian, e, grad, hess)
 
 
 @inner_kernel
-def _rotation_pivots(r, count, actors, world_rows, local_rotation, target, g_old, stiffness, damp, saturation,
-                     damped, g, jac, hessian, e, grad, hess):
+def _rotation_pivots(addresses, r, count, actors, world_rows, local_rotation, target, g_old, stiffness, damp,
+                     saturation, damped, g, jac, hessian, e, grad, hess):
     """Add the RigidPivotRotation set's compliant terms (ConstraintSet._evaluate_kernel) into e, grad, hess."""
     if count == 0:
         return
-    rotation_pivot_values(r, actors, world_rows, local_rotation, target, hessian, g, jac)
+    _call_rotation_pivot_values(addresses[_ROTATION_PIVOTS], r, actors, world_rows, local_rotation, target, hessian,
+                                g, jac)
     previous = g_old if damped else g
-    one_actor_compliance(g, previous, jac, actors, stiffness, damp, saturation, damped, hessian, e, grad, hess)
+    _call_one_actor_compliance(addresses[_COMPLIANCE], g, previous, jac, actors, stiffness, damp, saturation, damped,
+                               hessian, e, grad, hess)
