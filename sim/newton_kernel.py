@@ -176,7 +176,7 @@ def solve(kplan: KernelPlan, ctx: StageContext, com_position, rotation, params: 
     ls_iterations = np.empty(num_worlds, dtype=np.int64)
     pp, pr = pivots["RigidPivotPosition"], pivots["RigidPivotRotation"]
     newton_kernels.newton_stage(
-        newton_kernels.potential_addresses(), arrays.mass, arrays.second_moment, arrays.is_static,
+        newton_kernels.callee_addresses(), arrays.mass, arrays.second_moment, arrays.is_static,
         arrays.has_gravity, arrays.rotational_inertia, arrays.inertia, arrays.newton_euler,
         bool(np.any(arrays.newton_euler)), dyn_index,
         float(ctx.stage_dt), kernel_array(ctx.com_position0), kernel_array(ctx.rotation0),

@@ -11,7 +11,7 @@ minimum-norm solution of an exactly singular system (a one-sided Jacobi SVD inst
 
 Compile cost shapes this module (docs/engine.md, "Solver paths"): numba links every callee's LLVM IR into its
 caller and optimizes the result again, so the potential kernels are called by address (`jit.address_call`, the
-addresses from `potential_addresses`) and stay out of this module; the helpers are small, called without array
+addresses from `callee_addresses`) and stay out of this module; the helpers are small, called without array
 expressions or literal arguments (each literal type is one more specialization), and the helpers only kernels
 call have no Python wrappers (`inner_kernel`).
 
@@ -36,45 +36,6 @@ from .loads import dof_loads, newton_euler_inertia, offset_forces
 NOT_STARTED, CONVERGED, STOPPED, DIVERGED = 0, 1, 2, 3  # params.ConvergenceStatus values
 LS_NONE, LS_SIMPLE, LS_ARMIJO, LS_RESIDUAL_NORM, LS_ARMIJO_OR_RESIDUAL_NORM = 0, 1, 2, 5, 6  # LineSearchType
 _SMALL_ANGLE = 1e-4  # lie._SMALL_ANGLE
-
-# The potential kernels' signatures as newton_stage calls them (C-contiguous writable arrays, as jit.kernel_array
-# makes them, so the numpy Newton's calls from Python reuse the same compiled code).
-_F1, _F2, _F3, _F4 = (types.Array(types.float64, d, "C") for d in (1, 2, 3, 4))
-_I1, _I2 = types.Array(types.int64, 1, "C"), types.Array(types.int64, 2, "C")
-_B1 = types.Array(types.boolean, 1, "C")
-_f8, _i8, _b = types.float64, types.int64, types.boolean
-_TERMS = (_F1, _F3, _F4)  # energy (W,), gradient (W, N, 6), Hessian (W, N, 6, 6) outputs
-_CONTACT_MODEL = (_F2, _F2, _F1, _I1, _I1,  # ContactSampleArrays
-                  _I1, _I1, _I1, _F1, _F1, _F1, _F1, _F1, _F1, _F1, _F1, _B1, _B1, _F1, _F2, _F1, _B1, _F2, _F1, _I1,
-                  _B1,  # ContactPairArrays
-                  _I1, _F2, _F2, _F3, _F1, _F2, _F1, _F1, _I1, _I2, _F2, _F2, _F2)  # ContactColliderArrays
-_BY_ADDRESS = (  # (kernel, signature), in the order of potential_addresses
-    (translational_inertia, types.none(_F1, _B1, _f8, _F3, _F3, _F3, _b, *_TERMS)),
-    (rotational_inertia, types.none(_F3, _B1, _f8, _F4, _F4, _F3, _F4, _b, _b, *_TERMS)),
-    (newton_euler_inertia, types.none(_F3, _B1, _f8, _F4, _F4, _F3, _b, *_TERMS)),
-    (gravity, types.none(_F1, _B1, _B1, _F2, _F3, _F1, _F3)),
-    (dof_loads, types.none(_B1, _F3, _F3, _F4, _F4, _F1, _F3)),
-    (offset_forces, types.none(_B1, _F4, _F3, _F3, _F4, _b, _b, *_TERMS)),
-    (contact_terms, _b(*_CONTACT_MODEL, _F3, _F4, _F3, _F4, _f8, _i8, _b, _b, _b, _b, *_TERMS, _F4)),
-    (point_pivot_values, types.none(_F3, _F4, _I1, _I1, _F2, _F3, _b, _F3, _F4)),
-    (rotation_pivot_values, types.none(_F4, _I1, _I1, _F3, _F4, _b, _F3, _F4)),
-    (one_actor_compliance, types.none(_F3, _F3, _F4, _I1, _F1, _F1, _F1, _b, _b, *_TERMS)),
-)
-(_call_translational_inertia, _call_rotational_inertia, _call_newton_euler_inertia, _call_gravity, _call_dof_loads,
- _call_offset_forces, _call_contact_terms, _call_point_pivot_values, _call_rotation_pivot_values,
- _call_one_actor_compliance) = (address_call(fn, sig) for fn, sig in _BY_ADDRESS)
-(_TRANSLATIONAL, _ROTATIONAL, _NEWTON_EULER, _GRAVITY, _DOF_LOADS, _OFFSET_FORCES, _CONTACT, _POINT_PIVOTS,
- _ROTATION_PIVOTS, _COMPLIANCE) = range(len(_BY_ADDRESS))
-_addresses = None
-
-
-def potential_addresses() -> np.ndarray:
-    """The potential kernels' addresses newton_stage calls (int64, `_BY_ADDRESS` order); compiles or loads them
-    from the cache on the first call of a process."""
-    global _addresses
-    if _addresses is None:
-        _addresses = np.array([wrapper_address(fn, sig) for fn, sig in _BY_ADDRESS], dtype=np.int64)
-    return _addresses
 
 
 @inner_kernel
@@ -214,7 +175,7 @@ def min_norm_solve(mat, rhs, sol, n):
             sol[i] += coef * v[i, j]
 
 
-@inner_kernel
+@kernel(no_cpython_wrapper=True)  # called by address from newton_stage (its C wrapper), never from Python
 def _newton_direction(grad, hess, coupling, slot_a, slot_b, has_coupling, is_static, dyn_index, dx, dense, rhs,
                       sol, work, perm):
     """dx (N, 6) solving K dx = r over the dynamic bodies of one world (newton._solve): one 6x6 solve per body
@@ -370,9 +331,50 @@ def _add_gradient_terms(total_e, total_g, e, g):
     _accumulate(total_g, g)
 
 
+# The kernels newton_stage calls by address, with their signatures as it calls them (C-contiguous writable arrays,
+# as jit.kernel_array makes them, so the numpy Newton's calls from Python reuse the same compiled potentials).
+_F1, _F2, _F3, _F4 = (types.Array(types.float64, d, "C") for d in (1, 2, 3, 4))
+_I1, _I2 = types.Array(types.int64, 1, "C"), types.Array(types.int64, 2, "C")
+_B1 = types.Array(types.boolean, 1, "C")
+_f8, _i8, _b = types.float64, types.int64, types.boolean
+_TERMS = (_F1, _F3, _F4)  # energy (W,), gradient (W, N, 6), Hessian (W, N, 6, 6) outputs
+_CONTACT_MODEL = (_F2, _F2, _F1, _I1, _I1,  # ContactSampleArrays
+                  _I1, _I1, _I1, _F1, _F1, _F1, _F1, _F1, _F1, _F1, _F1, _B1, _B1, _F1, _F2, _F1, _B1, _F2, _F1, _I1,
+                  _B1,  # ContactPairArrays
+                  _I1, _F2, _F2, _F3, _F1, _F2, _F1, _F1, _I1, _I2, _F2, _F2, _F2)  # ContactColliderArrays
+_BY_ADDRESS = (  # (kernel, signature), in the order of callee_addresses
+    (translational_inertia, types.none(_F1, _B1, _f8, _F3, _F3, _F3, _b, *_TERMS)),
+    (rotational_inertia, types.none(_F3, _B1, _f8, _F4, _F4, _F3, _F4, _b, _b, *_TERMS)),
+    (newton_euler_inertia, types.none(_F3, _B1, _f8, _F4, _F4, _F3, _b, *_TERMS)),
+    (gravity, types.none(_F1, _B1, _B1, _F2, _F3, _F1, _F3)),
+    (dof_loads, types.none(_B1, _F3, _F3, _F4, _F4, _F1, _F3)),
+    (offset_forces, types.none(_B1, _F4, _F3, _F3, _F4, _b, _b, *_TERMS)),
+    (contact_terms, _b(*_CONTACT_MODEL, _F3, _F4, _F3, _F4, _f8, _i8, _b, _b, _b, _b, *_TERMS, _F4)),
+    (point_pivot_values, types.none(_F3, _F4, _I1, _I1, _F2, _F3, _b, _F3, _F4)),
+    (rotation_pivot_values, types.none(_F4, _I1, _I1, _F3, _F4, _b, _F3, _F4)),
+    (one_actor_compliance, types.none(_F3, _F3, _F4, _I1, _F1, _F1, _F1, _b, _b, *_TERMS)),
+    (_newton_direction, _b(_F2, _F3, _F3, _I1, _I1, _b, _B1, _I1, _F2, _F2, _F1, _F1, _F2, _I1)),
+)
+(_call_translational_inertia, _call_rotational_inertia, _call_newton_euler_inertia, _call_gravity, _call_dof_loads,
+ _call_offset_forces, _call_contact_terms, _call_point_pivot_values, _call_rotation_pivot_values,
+ _call_one_actor_compliance, _call_newton_direction) = (address_call(fn, sig) for fn, sig in _BY_ADDRESS)
+(_TRANSLATIONAL, _ROTATIONAL, _NEWTON_EULER, _GRAVITY, _DOF_LOADS, _OFFSET_FORCES, _CONTACT, _POINT_PIVOTS,
+ _ROTATION_PIVOTS, _COMPLIANCE, _DIRECTION) = range(len(_BY_ADDRESS))
+_addresses = None
+
+
+def callee_addresses() -> np.ndarray:
+    """The addresses of the kernels newton_stage calls by address (int64, `_BY_ADDRESS` order); compiles or loads
+    them from the cache on the first call of a process."""
+    global _addresses
+    if _addresses is None:
+        _addresses = np.array([wrapper_address(fn, sig) for fn, sig in _BY_ADDRESS], dtype=np.int64)
+    return _addresses
+
+
 @kernel
 def newton_stage(
-        # the potential kernels' addresses (potential_addresses())
+        # the addresses of the kernels called by address (callee_addresses())
         addresses,
         # bodies (model.bodies.kernel_arrays) and the flags of the optional core potentials
         mass, second_moment, is_static, has_gravity, rot_active, inertia, ne_active, any_newton_euler, dyn_index,
@@ -607,8 +609,8 @@ def newton_stage(
                     _copy(out_r[w], r[0])
                     _copy(out_grad[w], g_tot[0])
                 break
-            ok = _newton_direction(g_tot[0], h_tot[0], k_tot[0], slot_a, slot_b, num_slots > 0, is_static,
-                                   dyn_index, dx, dense, rhs, sol, work, perm)
+            ok = _call_newton_direction(addresses[_DIRECTION], g_tot[0], h_tot[0], k_tot[0], slot_a, slot_b,
+                                        num_slots > 0, is_static, dyn_index, dx, dense, rhs, sol, work, perm)
             if not ok:
                 st = DIVERGED
                 _copy(out_c[w], c[0])
