@@ -372,7 +372,7 @@ def callee_addresses() -> np.ndarray:
     return _addresses
 
 
-@kernel
+@kernel(no_cfunc_wrapper=True)  # called from Python only: no C-callable wrapper to build
 def newton_stage(
         # the addresses of the kernels called by address (callee_addresses())
         addresses,
