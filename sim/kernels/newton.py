@@ -309,26 +309,11 @@ def _zero(e, g, h):
 
 
 @inner_kernel
-def _set_terms(total_e, total_g, total_h, e, g, h):
-    """total = terms: the first potential's terms are copied, as evaluate_potentials' sum starts."""
-    total_e[0] = e[0]
-    _copy(total_g, g)
-    _copy(total_h, h)
-
-
-@inner_kernel
 def _add_terms(total_e, total_g, total_h, e, g, h):
     """total += terms."""
     total_e[0] = total_e[0] + e[0]
     _accumulate(total_g, g)
     _accumulate(total_h, h)
-
-
-@inner_kernel
-def _add_gradient_terms(total_e, total_g, e, g):
-    """total += terms of a potential without a Hessian (gravity, DoF loads)."""
-    total_e[0] = total_e[0] + e[0]
-    _accumulate(total_g, g)
 
 
 # The kernels newton_stage calls by address, with their signatures as it calls them (C-contiguous writable arrays,
@@ -488,7 +473,9 @@ def newton_stage(
             _zero(e_one, g_one, h_one)
             _call_translational_inertia(addresses[_TRANSLATIONAL], mass, is_static, stage_dt, c_try, c0, v0, hessian,
                                         e_one, g_one, h_one)
-            _set_terms(e_try, g_try, h_try, e_one, g_one, h_one)
+            e_try[0] = e_one[0]  # the sum starts from the first potential's terms, as in evaluate_potentials
+            _copy(g_try, g_one)
+            _copy(h_try, h_one)
             _zero(e_one, g_one, h_one)
             _call_rotational_inertia(addresses[_ROTATIONAL], second_moment, rot_active, stage_dt, r_try, r0, om0, s0,
                                      hessian, psd_project, e_one, g_one, h_one)
@@ -501,12 +488,14 @@ def newton_stage(
             e_one[0] = 0.0
             _fill_zero(g_one)
             _call_gravity(addresses[_GRAVITY], mass, is_static, has_gravity, grav, c_try, e_one, g_one)
-            _add_gradient_terms(e_try, g_try, e_one, g_one)
+            e_try[0] = e_try[0] + e_one[0]
+            _accumulate(g_try, g_one)
             if any_load:
                 e_one[0] = 0.0
                 _fill_zero(g_one)
                 _call_dof_loads(addresses[_DOF_LOADS], is_static, load, c_try, r_try, r0, e_one, g_one)
-                _add_gradient_terms(e_try, g_try, e_one, g_one)
+                e_try[0] = e_try[0] + e_one[0]
+                _accumulate(g_try, g_one)
             if has_offset_forces:
                 _zero(e_one, g_one, h_one)
                 _call_offset_forces(addresses[_OFFSET_FORCES], is_static, off_f, offset_local, c_try, r_try, hessian,
@@ -527,16 +516,20 @@ def newton_stage(
                 _add_terms(e_try, g_try, h_try, e_one, g_one, h_one)
             if has_constraints:
                 _zero(e_one, g_one, h_one)
-                for step in range(2):
+                for step in range(2):  # each set as ConstraintSet._evaluate_kernel: values and Jacobians, terms
                     kind = pivot_order if step == 0 else 1 - pivot_order
-                    if kind == 0:
-                        _point_pivots(addresses, c_try, r_try, pp_count, pp_actors, rows, pp_arm, pp_target, pp_gold,
-                                      pp_stiffness, pp_damp, pp_saturation, pp_damped, pp_g, pp_jac, hessian, e_one,
-                                      g_one, h_one)
-                    else:
-                        _rotation_pivots(addresses, r_try, pr_count, pr_actors, rows, pr_local_rotation, pr_target,
-                                         pr_gold, pr_stiffness, pr_damp, pr_saturation, pr_damped, pr_g, pr_jac,
-                                         hessian, e_one, g_one, h_one)
+                    if kind == 0 and pp_count:
+                        _call_point_pivot_values(addresses[_POINT_PIVOTS], c_try, r_try, pp_actors, rows, pp_arm,
+                                                 pp_target, hessian, pp_g, pp_jac)
+                        _call_one_actor_compliance(addresses[_COMPLIANCE], pp_g, pp_gold if pp_damped else pp_g,
+                                                   pp_jac, pp_actors, pp_stiffness, pp_damp, pp_saturation, pp_damped,
+                                                   hessian, e_one, g_one, h_one)
+                    elif kind == 1 and pr_count:
+                        _call_rotation_pivot_values(addresses[_ROTATION_PIVOTS], r_try, pr_actors, rows,
+                                                    pr_local_rotation, pr_target, hessian, pr_g, pr_jac)
+                        _call_one_actor_compliance(addresses[_COMPLIANCE], pr_g, pr_gold if pr_damped else pr_g,
+                                                   pr_jac, pr_actors, pr_stiffness, pr_damp, pr_saturation, pr_damped,
+                                                   hessian, e_one, g_one, h_one)
                 _add_terms(e_try, g_try, h_try, e_one, g_one, h_one)
             for b in range(is_static.shape[0]):
                 if is_static[b]:
@@ -700,28 +693,3 @@ def _converged(g, it, global_convergence, abs_tol, rel_tol, norm0, rho0, is_stat
         if not (rho <= abs_tol or (it > 0 and rho <= rel_tol * rho0[b])):
             return False
     return True
-
-
-@inner_kernel
-def _point_pivots(addresses, c, r, count, actors, world_rows, arm, target, g_old, stiffness, damp, saturation, damped,
-                  g, jac, hessian, e, grad, hess):
-    """Add the RigidPivotPosition set's compliant terms (ConstraintSet._evaluate_kernel) into e, grad, hess."""
-    if count == 0:
-        return
-    _call_point_pivot_values(addresses[_POINT_PIVOTS], c, r, actors, world_rows, arm, target, hessian, g, jac)
-    previous = g_old if damped else g
-    _call_one_actor_compliance(addresses[_COMPLIANCE], g, previous, jac, actors, stiffness, damp, saturation, damped,
-                               hessian, e, grad, hess)
-
-
-@inner_kernel
-def _rotation_pivots(addresses, r, count, actors, world_rows, local_rotation, target, g_old, stiffness, damp,
-                     saturation, damped, g, jac, hessian, e, grad, hess):
-    """Add the RigidPivotRotation set's compliant terms (ConstraintSet._evaluate_kernel) into e, grad, hess."""
-    if count == 0:
-        return
-    _call_rotation_pivot_values(addresses[_ROTATION_PIVOTS], r, actors, world_rows, local_rotation, target, hessian,
-                                g, jac)
-    previous = g_old if damped else g
-    _call_one_actor_compliance(addresses[_COMPLIANCE], g, previous, jac, actors, stiffness, damp, saturation, damped,
-                               hessian, e, grad, hess)
