@@ -192,41 +192,42 @@ def _newton_direction(grad, hess, coupling, slot_a, slot_b, has_coupling, is_sta
         for i in range(6):
             dx[n, i] = 0.0
     ok = True
-    if not coupled:
-        for d in range(num_dyn):
-            n = dyn_index[d]
-            for i in range(6):
-                rhs[i] = grad[n, i]
-            if not _solve_system(hess[n], rhs, sol, hess.shape[1], work, perm):
-                ok = False
-            for i in range(6):
-                dx[n, i] = sol[i]
-    else:
-        size = 6 * num_dyn
-        local = np.full(is_static.shape[0], -1, np.int64)
-        for d in range(num_dyn):
-            local[dyn_index[d]] = d
+    # One call site of the solve (numba links its IR, with the LU and the minimum-norm fallback, once per site):
+    # uncoupled, one 6x6 system per dynamic body; coupled, one dense 6D x 6D system.
+    size = 6 if not coupled else 6 * num_dyn
+    local = np.full(is_static.shape[0], -1, np.int64)
+    for d in range(num_dyn):
+        local[dyn_index[d]] = d
+    for system in range(num_dyn if not coupled else 1):
         for i in range(size):
             for j in range(size):
                 dense[i, j] = 0.0
         for d in range(num_dyn):
-            n = dyn_index[d]
-            for i in range(6):
-                rhs[6 * d + i] = grad[n, i]
-                for j in range(6):
-                    dense[6 * d + i, 6 * d + j] = hess[n, i, j]
-        for s in range(coupling.shape[0]):
-            la, lb = local[slot_a[s]], local[slot_b[s]]
-            if la < 0 or lb < 0:
+            if not coupled and d != system:
                 continue
+            n = dyn_index[d]
+            at = 0 if not coupled else 6 * d
             for i in range(6):
+                rhs[at + i] = grad[n, i]
                 for j in range(6):
-                    dense[6 * la + i, 6 * lb + j] += coupling[s, i, j]
-                    dense[6 * lb + j, 6 * la + i] += coupling[s, i, j]
-        ok = _solve_system(dense, rhs, sol, size, work, perm)
+                    dense[at + i, at + j] = hess[n, i, j]
+        if coupled:
+            for s in range(coupling.shape[0]):
+                la, lb = local[slot_a[s]], local[slot_b[s]]
+                if la < 0 or lb < 0:
+                    continue
+                for i in range(6):
+                    for j in range(6):
+                        dense[6 * la + i, 6 * lb + j] += coupling[s, i, j]
+                        dense[6 * lb + j, 6 * la + i] += coupling[s, i, j]
+        if not _solve_system(dense, rhs, sol, size, work, perm):
+            ok = False
         for d in range(num_dyn):
+            if not coupled and d != system:
+                continue
+            at = 0 if not coupled else 6 * d
             for i in range(6):
-                dx[dyn_index[d], i] = sol[6 * d + i]
+                dx[dyn_index[d], i] = sol[at + i]
     if not ok:
         for n in range(dx.shape[0]):
             for i in range(6):
@@ -569,7 +570,6 @@ def newton_stage(
             _copy(h_tot[0], h_try[0])
             _copy(k_tot[0], k_try[0])
             if it == 0:
-                _actor_residuals(g_tot[0], is_static, force_weight, torque_weight[w], rho0)
                 norm0 = _norm(g_tot[0])
             # Newton iteration ``it``: best iterate, finishing status, direction, step test, line search start.
             if best_iterate_on_stop and e_tot[0] < best_energy:
@@ -666,30 +666,27 @@ def _norm(g):
 
 
 @inner_kernel
-def _actor_residuals(g, is_static, force_weight, torque_weight, out):
-    """rho_a = sqrt(w_f |f_a|^2 + sum_j w_tj tau_aj^2) per actor (newton._actor_residuals), 0 on static rows."""
-    for b in range(g.shape[0]):
-        if is_static[b]:
-            out[b] = 0.0
-            continue
-        f2 = (g[b, 0] * g[b, 0] + g[b, 1] * g[b, 1]) + g[b, 2] * g[b, 2]
-        t2 = (torque_weight[b, 0] * (g[b, 3] * g[b, 3]) + torque_weight[b, 1] * (g[b, 4] * g[b, 4])) \
-            + torque_weight[b, 2] * (g[b, 5] * g[b, 5])
-        out[b] = np.sqrt(force_weight[b] * f2 + t2)
-
-
-@inner_kernel
 def _converged(g, it, global_convergence, abs_tol, rel_tol, norm0, rho0, is_static, force_weight, torque_weight):
+    """The stopping test of newton._converged on the gradient g (N, 6). Per-actor mode: rho_a = sqrt(w_f |f_a|^2 +
+    sum_j w_tj tau_aj^2) (newton._actor_residuals) against abs_tol or rel_tol rho0_a; at iteration 0 it stores
+    them into rho0 (N,) (0 on static rows), which later iterations compare with."""
     if global_convergence:
         nrm = _norm(g)
         return nrm <= abs_tol or (it > 0 and nrm <= rel_tol * norm0)
+    converged = True
     for b in range(g.shape[0]):
         if is_static[b]:
+            if it == 0:
+                rho0[b] = 0.0
             continue
         f2 = (g[b, 0] * g[b, 0] + g[b, 1] * g[b, 1]) + g[b, 2] * g[b, 2]
         t2 = (torque_weight[b, 0] * (g[b, 3] * g[b, 3]) + torque_weight[b, 1] * (g[b, 4] * g[b, 4])) \
             + torque_weight[b, 2] * (g[b, 5] * g[b, 5])
         rho = np.sqrt(force_weight[b] * f2 + t2)
+        if it == 0:
+            rho0[b] = rho
         if not (rho <= abs_tol or (it > 0 and rho <= rel_tol * rho0[b])):
-            return False
-    return True
+            if it > 0:
+                return False
+            converged = False
+    return converged
