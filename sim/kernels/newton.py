@@ -235,45 +235,6 @@ def _newton_direction(grad, hess, coupling, slot_a, slot_b, has_coupling, is_sta
     return ok
 
 
-@inner_kernel
-def _exp_times(theta, rot, out):
-    """out = exp(skew(theta)) rot (lie.exp_so3 with its small-angle series)."""
-    x, y, z = theta[0], theta[1], theta[2]
-    angle_sq = (x * x + y * y) + z * z
-    angle = np.sqrt(angle_sq)
-    if angle < _SMALL_ANGLE:
-        ca = 1.0 - angle_sq / 6.0 + angle_sq * angle_sq / 120.0
-        cb = 0.5 - angle_sq / 24.0 + angle_sq * angle_sq / 720.0
-    else:
-        ca = np.sin(angle) / angle
-        cb = (1.0 - np.cos(angle)) / (angle * angle)
-    # K = [[0, -z, y], [z, 0, -x], [-y, x, 0]], K^2 = theta theta^T - |theta|^2 1
-    e00 = 1.0 + cb * (-(y * y) - z * z)
-    e11 = 1.0 + cb * (-(x * x) - z * z)
-    e22 = 1.0 + cb * (-(x * x) - y * y)
-    e01 = -ca * z + cb * (x * y)
-    e02 = ca * y + cb * (x * z)
-    e10 = ca * z + cb * (x * y)
-    e12 = -ca * x + cb * (y * z)
-    e20 = -ca * y + cb * (x * z)
-    e21 = ca * x + cb * (y * z)
-    for j in range(3):
-        r0, r1, r2 = rot[0, j], rot[1, j], rot[2, j]
-        out[0, j] = (e00 * r0 + e01 * r1) + e02 * r2
-        out[1, j] = (e10 * r0 + e11 * r1) + e12 * r2
-        out[2, j] = (e20 * r0 + e21 * r1) + e22 * r2
-
-
-@inner_kernel
-def _any_nonzero(x):
-    """Whether the (N, 6) ``x`` has a non-zero entry."""
-    for b in range(x.shape[0]):
-        for i in range(x.shape[1]):
-            if x[b, i] != 0.0:
-                return True
-    return False
-
-
 # The helpers below move whole buffers element by element: numba's slice assignment and in-place array operators
 # compile a broadcasting implementation with shape-mismatch error formatting, which made a three-line helper cost
 # 10 s of LLVM time, and more again in every kernel it was linked into.
@@ -438,9 +399,14 @@ def newton_stage(
         _copy(v0[0], vel0[w])
         _copy(om0[0], omega0[w])
         _copy(s0[0], sym0[w])
-        _copy(grav[0], gravity_w[w])
+        for i in range(3):  # not _copy: its one-dimensional specialization would be one more compile
+            grav[0, i] = gravity_w[w, i]
         _copy(load[0], external_force[w])
-        any_load = _any_nonzero(load[0])
+        any_load = False
+        for b in range(n):
+            for i in range(6):
+                if load[0, b, i] != 0.0:
+                    any_load = True
         if has_offset_forces:
             _copy(off_f[0], offset_force[w])
         if pp_count:
@@ -475,8 +441,8 @@ def newton_stage(
             _call_translational_inertia(addresses[_TRANSLATIONAL], mass, is_static, stage_dt, c_try, c0, v0, hessian,
                                         e_one, g_one, h_one)
             e_try[0] = e_one[0]  # the sum starts from the first potential's terms, as in evaluate_potentials
-            _copy(g_try, g_one)
-            _copy(h_try, h_one)
+            _copy(g_try[0], g_one[0])
+            _copy(h_try[0], h_one[0])
             _zero(e_one, g_one, h_one)
             _call_rotational_inertia(addresses[_ROTATIONAL], second_moment, rot_active, stage_dt, r_try, r0, om0, s0,
                                      hessian, psd_project, e_one, g_one, h_one)
@@ -643,17 +609,38 @@ def newton_stage(
 
 @inner_kernel
 def _trial(c, r, dx, lam, dyn_index, c_try, r_try):
-    """The iterate x (+) (-lam dx) on the dynamic bodies (newton._apply)."""
+    """The iterate x (+) (-lam dx) on the dynamic bodies (newton._apply): c - lam dx_c and exp(skew(theta)) R with
+    theta = -lam dx_R (lie.exp_so3 with its small-angle series), written out here (one helper less to compile)."""
     _copy(c_try[0], c[0])
     _copy(r_try[0], r[0])
-    theta = np.empty(3)
     for d in range(dyn_index.shape[0]):
         b = dyn_index[d]
         for i in range(3):
             c_try[0, b, i] = c[0, b, i] + (-lam * dx[b, i])
-        for i in range(3):
-            theta[i] = -lam * dx[b, 3 + i]
-        _exp_times(theta, r[0, b], r_try[0, b])
+        x, y, z = -lam * dx[b, 3], -lam * dx[b, 4], -lam * dx[b, 5]
+        angle_sq = (x * x + y * y) + z * z
+        angle = np.sqrt(angle_sq)
+        if angle < _SMALL_ANGLE:
+            ca = 1.0 - angle_sq / 6.0 + angle_sq * angle_sq / 120.0
+            cb = 0.5 - angle_sq / 24.0 + angle_sq * angle_sq / 720.0
+        else:
+            ca = np.sin(angle) / angle
+            cb = (1.0 - np.cos(angle)) / (angle * angle)
+        # K = [[0, -z, y], [z, 0, -x], [-y, x, 0]], K^2 = theta theta^T - |theta|^2 1
+        e00 = 1.0 + cb * (-(y * y) - z * z)
+        e11 = 1.0 + cb * (-(x * x) - z * z)
+        e22 = 1.0 + cb * (-(x * x) - y * y)
+        e01 = -ca * z + cb * (x * y)
+        e02 = ca * y + cb * (x * z)
+        e10 = ca * z + cb * (x * y)
+        e12 = -ca * x + cb * (y * z)
+        e20 = -ca * y + cb * (x * z)
+        e21 = ca * x + cb * (y * z)
+        for j in range(3):
+            r0, r1, r2 = r[0, b, 0, j], r[0, b, 1, j], r[0, b, 2, j]
+            r_try[0, b, 0, j] = (e00 * r0 + e01 * r1) + e02 * r2
+            r_try[0, b, 1, j] = (e10 * r0 + e11 * r1) + e12 * r2
+            r_try[0, b, 2, j] = (e20 * r0 + e21 * r1) + e22 * r2
 
 
 @inner_kernel
