@@ -169,3 +169,37 @@ def test_push_env_on_the_compiled_newton_follows_the_numpy_one():
             pipeline.COMPILED_NEWTON = False
     # float32 observations; bit-identical on the development host, round-off elsewhere.
     np.testing.assert_allclose(obs[True], obs[False], rtol=0, atol=1e-6)
+
+
+def test_a_kernel_called_by_address_computes_as_called_by_name_and_wrong_types_fail_to_compile():
+    """jit.address_call, the way newton_stage calls the potential kernels: the same result as the direct call,
+    and a call whose argument types differ from the declared signature is refused when the caller compiles
+    (machine code compiled for other types would read the arguments wrongly)."""
+    import numba
+    from numba import types
+
+    from superdex_gym.sim.jit import address_call, kernel, wrapper_address
+
+    @kernel(cache=False)
+    def scaled_sum(x, scale, out):
+        for i in range(x.shape[0]):
+            out[i] += scale * x[i]
+        return x.shape[0]
+
+    signature = types.int64(types.float64[::1], types.float64, types.float64[::1])
+    call = address_call(scaled_sum, signature)
+
+    @numba.njit(cache=False)
+    def caller(address, x, out):
+        return call(address, x, 2.0, out) + call(address, x, 0.5, out)
+
+    x, out = np.array([1.0, -3.0, 0.25]), np.zeros(3)
+    address = wrapper_address(scaled_sum, signature)
+    assert address > 0
+    assert caller(np.int64(address), x, out) == 6
+    np.testing.assert_array_equal(out, 2.5 * x)
+    expected = np.zeros(3)
+    scaled_sum(x, 2.5, expected)
+    np.testing.assert_array_equal(out, expected)
+    with pytest.raises(numba.core.errors.TypingError, match="scaled_sum called by address"):
+        caller(np.int64(address), x.astype(np.float32), out)
