@@ -78,7 +78,7 @@ def lu_solve(a, b, x, n, perm):
     return True
 
 
-@kernel
+@inner_kernel  # called from kernels only (the tests call it through a jitted shim)
 def _solve_system(mat, rhs, sol, n, work, perm):
     """sol = mat^-1 rhs for the n x n system (mat kept); the minimum-norm least-squares solution when the LU
     fails or is not finite and the system is (newton._batched_solve's rare path). False: no finite solution."""
@@ -106,7 +106,7 @@ def _solve_system(mat, rhs, sol, n, work, perm):
     return True
 
 
-@kernel
+@inner_kernel  # called from kernels only (the tests call it through a jitted shim)
 def min_norm_solve(mat, rhs, sol, n):
     """sol = the minimum-norm least-squares solution of mat[:n, :n] x = rhs[:n], as np.linalg.lstsq with its
     default rcond (singular values at or below eps n times the largest count as zero).
