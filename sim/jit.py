@@ -91,7 +91,12 @@ def kernel_array(value, dtype=np.float64) -> np.ndarray:
 def wrapper_address(dispatcher, signature) -> int:
     """The address of ``dispatcher``'s C-callable wrapper for ``signature`` (a numba Signature), compiling it (or
     loading it from the cache) first. Valid for the life of the process."""
-    result = dispatcher.get_compile_result(signature)
+    args = tuple(signature.args)
+    if args not in dispatcher.overloads:
+        # By the argument types alone, as a call from Python compiles it: numba keys its on-disk cache by what
+        # compile() is given, and a full signature (with the return type) would be a second entry, compiled again.
+        dispatcher.compile(args)
+    result = dispatcher.get_compile_result(signature)  # checks the declared return type against the compiled one
     return result.library.get_pointer_to_function(result.fndesc.llvm_cfunc_wrapper_name)
 
 
