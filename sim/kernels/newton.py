@@ -416,8 +416,8 @@ def newton_stage(
         rows[0] = world_index[w]
         _copy(c_try[0], guess_c[w])
         _copy(r_try[0], guess_r[w])
-        # One evaluation point (each potential kernel is linked into this one once): the first pass evaluates the
-        # start iterate, every later pass a line-search trial.
+        # One evaluation point (one call site per potential kernel): the first pass evaluates the start iterate,
+        # every later pass a line-search trial.
         started = False
         stop_next = False
         best_energy = np.inf
@@ -434,9 +434,8 @@ def newton_stage(
         e_start = 0.0
         while True:
             # Every potential's terms at the trial iterate, summed in newton.evaluate_potentials' order (core
-            # potentials, then contact, then constraints), static rows zeroed. Written out at the loop's one
-            # evaluation point: as a helper kernel it was compiled and LLVM-optimized on its own and then again
-            # inside this one (9 s of the cold compile), and numba cannot inline a call of over 30 arguments.
+            # potentials, then contact, then constraints), static rows zeroed. Written out here rather than as a helper
+            # kernel of its own, which compiled its whole tree a second time (9 s of the cold compile).
             _zero(e_one, g_one, h_one)
             _call_translational_inertia(addresses[_TRANSLATIONAL], mass, is_static, stage_dt, c_try, c0, v0, hessian,
                                         e_one, g_one, h_one)
