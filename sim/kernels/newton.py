@@ -307,15 +307,24 @@ _BY_ADDRESS = (  # (kernel, signature), in the order of callee_addresses
  _call_one_actor_compliance, _call_newton_direction) = (address_call(fn, sig) for fn, sig in _BY_ADDRESS)
 (_TRANSLATIONAL, _ROTATIONAL, _NEWTON_EULER, _GRAVITY, _DOF_LOADS, _OFFSET_FORCES, _CONTACT, _POINT_PIVOTS,
  _ROTATION_PIVOTS, _COMPLIANCE, _DIRECTION) = range(len(_BY_ADDRESS))
-_addresses = None
+_addresses = np.zeros(len(_BY_ADDRESS), dtype=np.int64)  # 0 until a stage first needs the kernel
 
 
-def callee_addresses() -> np.ndarray:
-    """The addresses of the kernels newton_stage calls by address (int64, `_BY_ADDRESS` order); compiles or loads
-    them from the cache on the first call of a process."""
-    global _addresses
-    if _addresses is None:
-        _addresses = np.array([wrapper_address(fn, sig) for fn, sig in _BY_ADDRESS], dtype=np.int64)
+def callee_addresses(newton_euler, loads, offset_forces, contact, point_pivots, rotation_pivots) -> np.ndarray:
+    """The addresses of the kernels newton_stage calls by address (int64, `_BY_ADDRESS` order), for a stage with
+    these optional terms. A kernel is compiled (or loaded from the cache) when a stage first needs it, so a scene
+    compiles only the potential kernels it uses; the others stay 0, and newton_stage calls each optional kernel
+    only under the flag that made it needed here (its any_newton_euler, any_load, has_offset_forces, has_contact,
+    pp_count, pr_count)."""
+    needed = [_TRANSLATIONAL, _ROTATIONAL, _GRAVITY, _DIRECTION]
+    for flag, indices in ((newton_euler, (_NEWTON_EULER,)), (loads, (_DOF_LOADS,)), (offset_forces, (_OFFSET_FORCES,)),
+                          (contact, (_CONTACT,)), (point_pivots, (_POINT_PIVOTS, _COMPLIANCE)),
+                          (rotation_pivots, (_ROTATION_PIVOTS, _COMPLIANCE))):
+        if flag:
+            needed.extend(indices)
+    for index in needed:
+        if _addresses[index] == 0:
+            _addresses[index] = wrapper_address(*_BY_ADDRESS[index])
     return _addresses
 
 
