@@ -14,7 +14,8 @@ def compile_kernels() -> float:
     """Step a small scene that reaches every default-path kernel (contact on the plane, box, sphere and grid-SDF
     colliders, pivot position and rotation constraints, both rotational-inertia forms, gravity, DoF loads and
     offset forces) and return the seconds it took: ~20 s from a cold cache, under 1 s from a warm one."""
-    from . import ColliderType, InitialGuess, create_box_mesh_shape, create_icosphere_shape, create_plane_shape, create_scene
+    from . import (ColliderType, InitialGuess, create_box_mesh_shape, create_icosphere_shape, create_plane_shape,
+                   create_scene)
     from .experimental import enable_newton_euler_inertia
 
     start = time.perf_counter()

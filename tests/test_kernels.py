@@ -104,8 +104,8 @@ def test_kernels_compile_from_a_cold_cache(tmp_path):
     velocity, g = map(float, out.stdout.split())
     assert velocity == pytest.approx(g * 0.01, rel=1e-12)  # one backward-Euler step of free fall: v = g dt
     cached = {p.name.split("-")[0] for p in (tmp_path / "cache").rglob("*.nbi")}  # "<module>.<kernel>-<line>..."
-    entry_points = ["contact.contact_terms", "depth.contact_depth", "constraints.point_pivot_values", "constraints.rotation_pivot_values",
-                    "constraints.one_actor_compliance", "inertia.translational_inertia",
+    entry_points = ["contact.contact_terms", "depth.contact_depth", "constraints.point_pivot_values",
+                    "constraints.rotation_pivot_values", "constraints.one_actor_compliance", "inertia.translational_inertia",
                     "inertia.rotational_inertia", "inertia.gravity", "loads.dof_loads", "loads.offset_forces",
                     "loads.newton_euler_inertia"]
     assert [k for k in entry_points if k not in cached] == [], sorted(cached)
