@@ -52,8 +52,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import ndimage, sparse
-from scipy.sparse import csgraph
 
 from .mesh_distance import (
     _PAIRS_PER_CHUNK,
@@ -298,6 +296,8 @@ def _grid_signed_distance(v: np.ndarray, t: np.ndarray, axes, band: float) -> np
     if not np.any(in_band):  # cannot happen (every surface point has a corner within |h| / 2 <= B)
         return signed_distance_to_mesh(corner_points(np.arange(n_corners)), v, t).signed_distance.reshape(dims)
 
+    from scipy import ndimage  # here, not at import: scipy is half a second of every process's start
+
     # 2. Far corners: the closest triangle of the nearest band corner.
     far_mask = ~in_band.reshape(dims)
     if np.any(far_mask):
@@ -448,6 +448,9 @@ def _oriented_closed_topology(t: np.ndarray, v: np.ndarray):
     overlapping AABBs, so that (barring self-intersections) the winding number is 1 inside and 0 outside and
     the pseudo-normal side agrees with it.
     """
+    from scipy import sparse
+    from scipy.sparse import csgraph
+
     n_vertices = v.shape[0]
     src = t.ravel()
     dst = t[:, [1, 2, 0]].ravel()
