@@ -157,12 +157,16 @@ class FloatingGripper:
     def body_targets(self, grip_point: np.ndarray, opening: np.ndarray) -> np.ndarray:
         """Centres (W, 3 bodies, 3) of palm, left and right finger for a grip point (W, 3) and opening (W,) [m]."""
         c = self.config
-        palm = grip_point + np.array([0.0, 0.0, c.finger_reach_m])
-        finger_z = palm[:, 2] - c.palm_half_extents[2] - c.finger_half_extents[2]
+        # Filled in place (the same operations as stacking the parts; this runs every substep).
+        out = np.empty((grip_point.shape[0], 3, 3))
+        out[:, 0] = grip_point + np.array([0.0, 0.0, c.finger_reach_m])
+        finger_z = out[:, 0, 2] - c.palm_half_extents[2] - c.finger_half_extents[2]
         offset = 0.5 * opening + c.finger_half_extents[1]  # finger centre from the grip axis
-        left = np.stack([grip_point[:, 0], grip_point[:, 1] + offset, finger_z], axis=1)
-        right = np.stack([grip_point[:, 0], grip_point[:, 1] - offset, finger_z], axis=1)
-        return np.stack([palm, left, right], axis=1)
+        out[:, 1:, 0] = grip_point[:, 0, None]
+        out[:, 1, 1] = grip_point[:, 1] + offset
+        out[:, 2, 1] = grip_point[:, 1] - offset
+        out[:, 1:, 2] = finger_z[:, None]
+        return out
 
     def boxes_at(self, grip_point: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The closed gripper's bodies with the grip point at ``grip_point`` (3,), as axis-aligned boxes: centres
@@ -251,17 +255,21 @@ class FloatingGripper:
     # --- observation ----------------------------------------------------------------------------------------------
     def grip_point(self) -> tuple[np.ndarray, np.ndarray]:
         """Measured grip point (W, 3) [m] and its velocity (W, 3) [m/s]: between the finger tips."""
-        pos = self.scene.get_actor_translations(self.fingers)
-        lin, _ = self.scene.get_actor_velocities(self.fingers)
+        return self._grip_point(*self._finger_motion())
+
+    def _finger_motion(self) -> tuple[np.ndarray, np.ndarray]:
+        """The fingers' root translations (W, 2, 3) [m] and linear velocities (W, 2, 3) [m/s]."""
+        return self.scene.get_actor_translations(self.fingers), self.scene.get_actor_velocities(self.fingers)[0]
+
+    def _grip_point(self, pos: np.ndarray, lin: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         tip = np.array([0.0, 0.0, -self.config.finger_half_extents[2]])
         return pos.mean(axis=1) + tip, lin.mean(axis=1)
 
     def observation(self) -> dict:
         """Grip point (W, 3) [m], finger offsets from the grip axis along Y (W, 2) [m], grip velocity (W, 3) and
         finger velocities (W, 2) [m/s] (velocities clipped to +-V_MAX, see ``observation_bounds``)."""
-        grip, grip_vel = self.grip_point()
-        pos = self.scene.get_actor_translations(self.fingers)
-        lin, _ = self.scene.get_actor_velocities(self.fingers)
+        pos, lin = self._finger_motion()  # read once: the grip point and the finger parts share them
+        grip, grip_vel = self._grip_point(pos, lin)
         fingers = pos[:, :, 1] - pos[:, :, 1].mean(axis=1, keepdims=True)
         finger_vel = lin[:, :, 1] - lin[:, :, 1].mean(axis=1, keepdims=True)
         return {"grip": grip, "fingers": fingers, "grip_velocity": np.clip(grip_vel, -V_MAX, V_MAX),
