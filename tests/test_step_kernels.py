@@ -49,3 +49,45 @@ def test_tunnelling_ratio_nan_and_empty_cases(rng):
         ratio, which = tunnelling_ratio(com0, rot0, com1, rot1, geo, dyn)
         np.testing.assert_array_equal(ratio, np.zeros(4))
         np.testing.assert_array_equal(which, np.full(4, -1))
+
+
+def _rotation_vectors(rng, count):
+    """Rotation vectors over every branch: zero, tiny (series), ordinary, within 1e-2 of pi, exactly pi."""
+    axes = rng.normal(size=(count, 3))
+    axes /= np.linalg.norm(axes, axis=1, keepdims=True)
+    angles = np.concatenate([np.zeros(3), rng.uniform(0.0, 2e-4, count // 4), rng.uniform(0.0, np.pi, count // 4),
+                             np.pi - rng.uniform(0.0, 2e-2, count // 4), np.full(count - 3 - 3 * (count // 4), np.pi)])
+    return axes * angles[:, None]
+
+
+def test_exp_so3_equals_numpy_bit_for_bit(rng):
+    theta = _rotation_vectors(rng, 400)
+    theta[::7] *= 3.0  # beyond pi too: exp takes any vector
+    np.testing.assert_array_equal(lie.exp_so3(theta), lie.exp_so3_numpy(theta))
+    for shaped in (theta[5], theta[:24].reshape(2, 3, 4, 3), theta[:0], theta[:, ::-1], theta.T.copy().T):
+        out = lie.exp_so3(shaped)
+        assert out.shape == shaped.shape[:-1] + (3, 3)
+        np.testing.assert_array_equal(out, lie.exp_so3_numpy(shaped))
+    bad = theta[:4].copy()
+    bad[1, 2] = np.nan
+    np.testing.assert_array_equal(lie.exp_so3(bad), lie.exp_so3_numpy(bad))  # NaN where numpy has NaN
+    assert np.isnan(lie.exp_so3(bad)[1]).all() and np.isfinite(lie.exp_so3(bad)[[0, 2, 3]]).all()
+
+
+def test_log_so3_equals_numpy_bit_for_bit(rng):
+    rot = lie.exp_so3_numpy(_rotation_vectors(rng, 400))
+    rot[10] = np.eye(3)
+    rot[11] = np.diag([1.0, -1.0, -1.0])  # exactly pi: the quaternion route
+    rot[12] += 1e-9 * rng.normal(size=(3, 3))  # not quite orthogonal, as Newton's iterates are
+    out = lie.log_so3(rot)
+    np.testing.assert_array_equal(out, lie.log_so3_numpy(rot))
+    angles = np.linalg.norm(out, axis=1)
+    assert np.sum(angles < 1e-4) > 50 and np.sum(angles > np.pi - 1e-2) > 50  # both special branches taken
+    for shaped in (rot[5], rot[:24].reshape(2, 3, 4, 3, 3), rot[:0], np.swapaxes(rot, -1, -2)):
+        result = lie.log_so3(shaped)
+        assert result.shape == shaped.shape[:-2] + (3,)
+        np.testing.assert_array_equal(result, lie.log_so3_numpy(shaped))
+    bad = rot[:3].copy()
+    bad[2, 0, 1] = np.nan
+    np.testing.assert_array_equal(lie.log_so3(bad), lie.log_so3_numpy(bad))
+    assert np.isnan(lie.log_so3(bad)[2]).any() and np.isfinite(lie.log_so3(bad)[:2]).all()

@@ -48,3 +48,80 @@ def tunnelling_worst(com0, com1, dynamic, angle, reach, centres, radius, half, r
                 first = False
         ratio_out[w] = best
         which_out[w] = best_k % num_static if best > 0 else -1
+
+
+# --- SO(3) exp / log, batched (sim/lie.py calls these; its numpy code stays there as the oracle) ----------------
+# lie._SMALL_ANGLE / lie._NEAR_PI (not imported: sim.lie imports this module)
+_SMALL_ANGLE = 1e-4
+_NEAR_PI = np.pi - 1e-2
+
+
+@kernel
+def log_so3_batch(rot, out, near_pi):
+    """`lie.log_so3_numpy` of (M, 3, 3) rotations into ``out`` (M, 3), except rows with angle > _NEAR_PI: those
+    are marked in ``near_pi`` (M,) for the caller's quaternion route. Returns how many rows it marked.
+
+    numpy's order: trace ((r00 + r11) + r22) - 1; |vee|^2 summed (v0^2 + v2^2) + v1^2, as np.einsum's
+    two-operand contraction adds three terms; clip, arccos and arctan2 with NaN passed through."""
+    count = 0
+    for m in range(rot.shape[0]):
+        cos_angle = 0.5 * (((rot[m, 0, 0] + rot[m, 1, 1]) + rot[m, 2, 2]) - 1.0)
+        if cos_angle < -1.0:
+            cos_angle = -1.0
+        elif cos_angle > 1.0:
+            cos_angle = 1.0
+        angle = np.arccos(cos_angle)
+        vx = 0.5 * (rot[m, 2, 1] - rot[m, 1, 2])
+        vy = 0.5 * (rot[m, 0, 2] - rot[m, 2, 0])
+        vz = 0.5 * (rot[m, 1, 0] - rot[m, 0, 1])
+        if angle < _SMALL_ANGLE:
+            ratio = 1.0 + angle * angle / 6.0
+        else:
+            sin_angle = np.sqrt((vx * vx + vz * vz) + vy * vy)
+            # np.maximum(sin_angle, 1e-300) keeps a NaN
+            ratio = np.arctan2(sin_angle, cos_angle) / (sin_angle if not sin_angle < 1e-300 else 1e-300)
+        out[m, 0] = ratio * vx
+        out[m, 1] = ratio * vy
+        out[m, 2] = ratio * vz
+        near_pi[m] = angle > _NEAR_PI
+        if near_pi[m]:
+            count += 1
+    return count
+
+
+@kernel
+def exp_so3_parts(theta, skew_out, coef_a_out, coef_b_out):
+    """The parts of `lie.exp_so3_numpy` before its matrix product: skew(theta) (M, 3, 3) and the Rodrigues
+    coefficients A = sin(t)/t, B = (1 - cos t)/t^2 (M,), with their series below _SMALL_ANGLE; t^2 summed as
+    np.einsum adds three terms, (t0^2 + t2^2) + t1^2."""
+    for m in range(theta.shape[0]):
+        x = theta[m, 0]
+        y = theta[m, 1]
+        z = theta[m, 2]
+        angle_sq = (x * x + z * z) + y * y
+        angle = np.sqrt(angle_sq)
+        if angle < _SMALL_ANGLE:
+            coef_a_out[m] = (1.0 - angle_sq / 6.0) + (angle_sq * angle_sq) / 120.0
+            coef_b_out[m] = (0.5 - angle_sq / 24.0) + (angle_sq * angle_sq) / 720.0
+        else:
+            coef_a_out[m] = np.sin(angle) / angle
+            coef_b_out[m] = (1.0 - np.cos(angle)) / (angle * angle)
+        skew_out[m, 0, 0] = 0.0
+        skew_out[m, 0, 1] = -z
+        skew_out[m, 0, 2] = y
+        skew_out[m, 1, 0] = z
+        skew_out[m, 1, 1] = 0.0
+        skew_out[m, 1, 2] = -x
+        skew_out[m, 2, 0] = -y
+        skew_out[m, 2, 1] = x
+        skew_out[m, 2, 2] = 0.0
+
+
+@kernel
+def exp_so3_finish(skew, skew_sq, coef_a, coef_b, out):
+    """out = (1 + A K) + B K^2 per row (M, 3, 3), with K^2 = skew_sq from numpy's matrix product."""
+    for m in range(skew.shape[0]):
+        for i in range(3):
+            for j in range(3):
+                eye = 1.0 if i == j else 0.0
+                out[m, i, j] = (eye + coef_a[m] * skew[m, i, j]) + coef_b[m] * skew_sq[m, i, j]
