@@ -13,6 +13,10 @@ from functools import cached_property
 
 import numpy as np
 
+from .jit import kernel_array
+from .kernels.step import torque_weights
+
+
 @dataclass(frozen=True)
 class Bodies:
     """Per-actor arrays, N actors (static ones included), body frame = CoM frame with the actor's local axes."""
@@ -49,8 +53,6 @@ class Bodies:
     @cached_property
     def kernel_arrays(self) -> "BodyKernelArrays":
         """The arrays the kernels read, C-contiguous and writable (sim/jit.py), built once per model."""
-        from .jit import kernel_array
-
         return BodyKernelArrays(
             mass=kernel_array(self.mass),
             second_moment=kernel_array(self.second_moment),
@@ -108,12 +110,21 @@ def convergence_weights(bodies: Bodies, rotation: np.ndarray, gravity: np.ndarra
     Returns force_weight (N,) and torque_weight (W, N, 3), from the rotations (W, N, 3, 3) at step start.
     """
     a_ref = max(1.0, float(np.linalg.norm(gravity)))
-    force_weight = _force_weight(bodies, a_ref)
-    # sqrt(R I R^T) = R sqrt(I) R^T; sqrt(I) from the local eigen-decomposition (I is constant per body).
+    # sqrt(R I R^T) = R sqrt(I) R^T; sqrt(I) from the local eigen-decomposition (I is constant per body). One
+    # kernel, bit for bit `convergence_weights_numpy`'s einsum and selections.
+    torque_weight = np.empty(rotation.shape[:-1])
+    torque_weights(kernel_array(rotation), kernel_array(bodies.sqrt_inertia), kernel_array(bodies.sqrt_mass), a_ref,
+                   torque_weight)
+    return _force_weight(bodies, a_ref), torque_weight
+
+
+def convergence_weights_numpy(bodies: Bodies, rotation: np.ndarray, gravity: np.ndarray):
+    """`convergence_weights` in numpy only (the oracle tests/test_step_kernels.py holds the kernel to)."""
+    a_ref = max(1.0, float(np.linalg.norm(gravity)))
     sqrt_world_diag = np.einsum("wnij,njk,wnik->wni", rotation, bodies.sqrt_inertia, rotation)
     tau = a_ref * bodies.sqrt_mass[None, :, None] * sqrt_world_diag
     torque_weight = np.where(tau > 0, 1.0 / np.where(tau > 0, tau, 1.0) ** 2, 1.0)
-    return force_weight, torque_weight
+    return _force_weight(bodies, a_ref), torque_weight
 
 
 def _force_weight(bodies: Bodies, a_ref: float) -> np.ndarray:

@@ -28,6 +28,8 @@ from .integration import (
 )
 from .model import Kinematics, Model, State, convergence_weights
 from . import newton_kernel
+from .jit import kernel_array
+from .kernels import step as step_kernels
 from .newton import newton_solve
 from .params import ConvergenceStatus, InitialGuess, SolverParams
 from .potentials.base import StageContext, guess_outside
@@ -91,7 +93,17 @@ def interpolate_static(prev_c, prev_r, target_c, target_r, tau: float):
 
 
 def recover_velocity(c, r, c0, r0, stage_dt):
-    """v = (c - c0)/dt_i, F = (R - R0)/dt_i R^T, omega = axial(F), S = sym(F) (digest 2.4)."""
+    """v = (c - c0)/dt_i, F = (R - R0)/dt_i R^T, omega = axial(F), S = sym(F) (digest 2.4).
+
+    numpy's matrix product, then one kernel for the rest (bit for bit `recover_velocity_numpy`)."""
+    fd = ((r - r0) / stage_dt) @ np.swapaxes(r, -1, -2)
+    v, omega, sym = np.empty(c.shape), np.empty(c.shape), np.empty(fd.shape)
+    step_kernels.recover_velocity(kernel_array(c), kernel_array(c0), kernel_array(fd), float(stage_dt), v, omega, sym)
+    return v, omega, sym
+
+
+def recover_velocity_numpy(c, r, c0, r0, stage_dt):
+    """`recover_velocity` in numpy only (the oracle tests/test_step_kernels.py holds the kernel to)."""
     fd = ((r - r0) / stage_dt) @ np.swapaxes(r, -1, -2)
     return (c - c0) / stage_dt, lie.axial(fd), lie.sym(fd)
 
@@ -263,13 +275,20 @@ class _GroupStep:
             )
         tau_start = self.tab.stage_time_factors[i] - self.tab.stage_dt_factors[i]
         s_c0, s_r0 = self.static_pose(tau_start)
-        sel = self.sel
-        start.com_position = np.where(sel, s_c0, start.com_position)
-        start.rotation = np.where(sel[..., None], s_r0, start.rotation)
-        start.linear_velocity = np.where(sel, self.static_v, start.linear_velocity)
-        start.angular_velocity = np.where(sel, self.static_w, start.angular_velocity)
-        start.velocity_sym = np.where(sel[..., None], 0.0, start.velocity_sym)
-        return start
+        return self.with_static(start, s_c0, s_r0)
+
+    def with_static(self, kin: Kinematics, c_static, r_static) -> Kinematics:
+        """``kin`` with the static actors at the pose ``c_static``, ``r_static`` (W, N, ...), moving with the
+        step's implied velocity and S = 0: new arrays (one kernel; the same selections as five np.where)."""
+        out = Kinematics(np.empty(kin.com_position.shape), np.empty(kin.rotation.shape),
+                         np.empty(kin.linear_velocity.shape), np.empty(kin.angular_velocity.shape),
+                         np.empty(kin.velocity_sym.shape))
+        step_kernels.select_static(
+            self.model.bodies.kernel_arrays.is_static, kernel_array(kin.com_position), kernel_array(kin.rotation),
+            kernel_array(kin.linear_velocity), kernel_array(kin.angular_velocity), kernel_array(kin.velocity_sym),
+            kernel_array(c_static), kernel_array(r_static), kernel_array(self.static_v), kernel_array(self.static_w),
+            out.com_position, out.rotation, out.linear_velocity, out.angular_velocity, out.velocity_sym)
+        return out
 
     def stage_context(self, i: int, start: Kinematics) -> StageContext:
         """Everything fixed during stage i's solve."""
@@ -325,13 +344,7 @@ class _GroupStep:
             angular_velocity=combine_vectors(star.angular_velocity, bt, [s.angular_velocity for s in stages]),
             velocity_sym=combine_vectors(star.velocity_sym, bt, [s.velocity_sym for s in stages]),
         )
-        sel = self.sel
-        end.com_position = np.where(sel, self.target_c, end.com_position)
-        end.rotation = np.where(sel[..., None], self.target_r, end.rotation)
-        end.linear_velocity = np.where(sel, self.static_v, end.linear_velocity)
-        end.angular_velocity = np.where(sel, self.static_w, end.angular_velocity)
-        end.velocity_sym = np.where(sel[..., None], 0.0, end.velocity_sym)
-        return end
+        return self.with_static(end, self.target_c, self.target_r)
 
     def divergence_reset(self, end: Kinematics, previous: Kinematics, diverged: np.ndarray) -> None:
         """Digest 2.6: a world where any stage diverged gets its dynamic actors back at the previous pose

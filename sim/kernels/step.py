@@ -125,3 +125,56 @@ def exp_so3_finish(skew, skew_sq, coef_a, coef_b, out):
             for j in range(3):
                 eye = 1.0 if i == j else 0.0
                 out[m, i, j] = (eye + coef_a[m] * skew[m, i, j]) + coef_b[m] * skew_sq[m, i, j]
+
+
+# --- the pipeline's per-stage work (sim/pipeline.py) -------------------------------------------------------------
+
+
+@kernel
+def torque_weights(rotation, sqrt_inertia, sqrt_mass, a_ref, out):
+    """`model.convergence_weights`' torque weights (W, N, 3): tau_i = a_ref sqrt(m) (R sqrt(I) R^T)_ii, weight
+    1/tau_i^2 where tau_i > 0, else 1. The diagonal is summed as np.einsum("wnij,njk,wnik->wni") sums its three
+    operands: j outer, k inner, ((R_ij S_jk) R_ik) accumulated from 0."""
+    for w in range(rotation.shape[0]):
+        for n in range(rotation.shape[1]):
+            for i in range(3):
+                diag = 0.0
+                for j in range(3):
+                    for k in range(3):
+                        diag += rotation[w, n, i, j] * sqrt_inertia[n, j, k] * rotation[w, n, i, k]
+                tau = a_ref * sqrt_mass[n] * diag
+                out[w, n, i] = 1.0 / (tau * tau) if tau > 0 else 1.0
+
+
+@kernel
+def recover_velocity(c, c0, fd, stage_dt, v_out, w_out, s_out):
+    """`pipeline.recover_velocity` after its matrix product fd = ((R - R0)/dt) R^T (numpy's): v = (c - c0)/dt,
+    omega = axial(fd), S = sym(fd), all (W, N, ...)."""
+    for w in range(c.shape[0]):
+        for n in range(c.shape[1]):
+            for i in range(3):
+                v_out[w, n, i] = (c[w, n, i] - c0[w, n, i]) / stage_dt
+            w_out[w, n, 0] = 0.5 * (fd[w, n, 2, 1] - fd[w, n, 1, 2])
+            w_out[w, n, 1] = 0.5 * (fd[w, n, 0, 2] - fd[w, n, 2, 0])
+            w_out[w, n, 2] = 0.5 * (fd[w, n, 1, 0] - fd[w, n, 0, 1])
+            for i in range(3):
+                for j in range(3):
+                    s_out[w, n, i, j] = 0.5 * (fd[w, n, i, j] + fd[w, n, j, i])
+
+
+@kernel
+def select_static(is_static, c, r, v, omega, s, c_static, r_static, v_static, omega_static, c_out, r_out, v_out,
+                  omega_out, s_out):
+    """Kinematics (W, N, ...) whose static rows take their prescribed pose c_static / r_static and implied
+    velocity v_static / omega_static with S = 0, the dynamic rows copied from c, r, v, omega, s (the pipeline's
+    five np.where over the static mask)."""
+    for w in range(c.shape[0]):
+        for n in range(c.shape[1]):
+            st = is_static[n]
+            for i in range(3):
+                c_out[w, n, i] = c_static[w, n, i] if st else c[w, n, i]
+                v_out[w, n, i] = v_static[w, n, i] if st else v[w, n, i]
+                omega_out[w, n, i] = omega_static[w, n, i] if st else omega[w, n, i]
+                for j in range(3):
+                    r_out[w, n, i, j] = r_static[w, n, i, j] if st else r[w, n, i, j]
+                    s_out[w, n, i, j] = 0.0 if st else s[w, n, i, j]
