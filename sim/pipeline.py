@@ -337,6 +337,8 @@ class _GroupStep:
         """y_{n+1} = y* plus the stages with b~ (digest 3.3); static actors end exactly at their prescribed pose,
         moving with the implied velocity."""
         bt = self.tab.b_tilde
+        if len(stages) == 1 and bt[0] == 1.0:  # BACKWARD_EULER, BDF2, BDF3: one kernel (the same arithmetic)
+            return self.end_one_stage(star, stages[0], float(bt[0]))
         end = Kinematics(
             com_position=combine_vectors(star.com_position, bt, [s.com_position for s in stages]),
             rotation=combine_rotations(star.rotation, bt, [s.rotation for s in stages]),
@@ -345,6 +347,20 @@ class _GroupStep:
             velocity_sym=combine_vectors(star.velocity_sym, bt, [s.velocity_sym for s in stages]),
         )
         return self.with_static(end, self.target_c, self.target_r)
+
+    def end_one_stage(self, star: Kinematics, stage: Kinematics, coef: float) -> Kinematics:
+        """`step_end` of a one-stage tableau whose b~ is (1,): new arrays from `step_kernels.end_one_stage`."""
+        end = Kinematics(np.empty(star.com_position.shape), np.empty(star.rotation.shape),
+                         np.empty(star.linear_velocity.shape), np.empty(star.angular_velocity.shape),
+                         np.empty(star.velocity_sym.shape))
+        step_kernels.end_one_stage(
+            self.model.bodies.kernel_arrays.is_static, coef, kernel_array(star.com_position),
+            kernel_array(star.linear_velocity), kernel_array(star.angular_velocity), kernel_array(star.velocity_sym),
+            kernel_array(stage.com_position), kernel_array(stage.rotation), kernel_array(stage.linear_velocity),
+            kernel_array(stage.angular_velocity), kernel_array(stage.velocity_sym), kernel_array(self.target_c),
+            kernel_array(self.target_r), kernel_array(self.static_v), kernel_array(self.static_w),
+            end.com_position, end.rotation, end.linear_velocity, end.angular_velocity, end.velocity_sym)
+        return end
 
     def divergence_reset(self, end: Kinematics, previous: Kinematics, diverged: np.ndarray) -> None:
         """Digest 2.6: a world where any stage diverged gets its dynamic actors back at the previous pose

@@ -53,7 +53,10 @@ def tunnelling_ratio(com0, rot0, com1, rot1, geometry: dict, dynamic: np.ndarray
         return np.zeros(num_worlds), np.full(num_worlds, -1)
     # The rotation angle and the colliders' centres take numpy's matrix products and arccos / arctan2; the rest
     # (travel, gaps, the reach test and the worst pair) is one kernel (sim/kernels/step.py, same arithmetic).
-    angle = np.linalg.norm(lie.log_so3(rot1[:, dyn] @ np.swapaxes(rot0[:, dyn], -1, -2)), axis=-1)
+    rel = rot1[:, dyn] @ np.swapaxes(rot0[:, dyn], -1, -2)
+    angle = np.empty(rel.shape[:2])
+    if step_kernels.rotation_angles(kernel_array(rel.reshape(-1, 3, 3)), angle.reshape(-1)):
+        angle = np.linalg.norm(lie.log_so3(rel), axis=-1)  # a turn within 1e-2 of pi: the quaternion route
     # static bounding-sphere centres in the world at the step start (W, S, 3)
     centres = com0[:, rows] + np.einsum("wsij,sj->wsi", rot0[:, rows], geometry["centre"])
     ratio = np.empty(num_worlds)

@@ -143,3 +143,48 @@ def test_select_static_equals_where(rng):
             np.where(sel, st[3], dyn[3]), np.where(sel[..., None], 0.0, dyn[4]))
     for got, ref in zip(out, want):
         np.testing.assert_array_equal(got, ref)
+
+
+def test_end_one_stage_equals_combine_and_where(rng):
+    from superdex_gym.sim.integration import combine_rotations, combine_vectors
+    from superdex_gym.sim.kernels.step import end_one_stage
+
+    num_worlds, num_bodies = 6, 5
+    is_static = np.array([True, False, False, True, False])
+    vec = lambda: rng.normal(size=(num_worlds, num_bodies, 3))  # noqa: E731
+    mat = lambda: rng.normal(size=(num_worlds, num_bodies, 3, 3))  # noqa: E731
+    star = (vec(), vec(), vec(), mat())  # c, v, omega, S
+    stage = (vec(), mat(), vec(), vec(), mat())  # c, R, v, omega, S
+    static = (vec(), mat(), vec(), vec())
+    out = (np.empty_like(stage[0]), np.empty_like(stage[1]), np.empty_like(stage[2]), np.empty_like(stage[3]),
+           np.empty_like(stage[4]))
+    end_one_stage(is_static, 1.0, *star, *stage, *static, *out)
+    sel = is_static[None, :, None]
+    bt = np.array([1.0])
+    want = (np.where(sel, static[0], combine_vectors(star[0], bt, [stage[0]])),
+            np.where(sel[..., None], static[1], combine_rotations(rng.normal(size=stage[1].shape), bt, [stage[1]])),
+            np.where(sel, static[2], combine_vectors(star[1], bt, [stage[2]])),
+            np.where(sel, static[3], combine_vectors(star[2], bt, [stage[3]])),
+            np.where(sel[..., None], 0.0, combine_vectors(star[3], bt, [stage[4]])))
+    for got, ref in zip(out, want):
+        np.testing.assert_array_equal(got, ref)
+    # y* + (Y - y*) is not Y itself in float64: the kernel keeps numpy's round trip, not the shortcut
+    assert not np.array_equal(out[0][:, ~is_static], stage[0][:, ~is_static])
+
+
+def test_rotation_angles_and_a_half_turn_in_the_tunnelling_ratio(rng):
+    from superdex_gym.sim.kernels.step import rotation_angles
+
+    rot = lie.exp_so3_numpy(_rotation_vectors(rng, 200))
+    angle = np.empty(len(rot))
+    near = rotation_angles(rot, angle)
+    want = np.linalg.norm(lie.log_so3_numpy(rot), axis=1)
+    far = want <= np.pi - 1e-2
+    assert near == np.sum(~far) > 0
+    np.testing.assert_array_equal(angle[far], want[far])  # the rest is recomputed by the caller
+    com0, rot0, com1, rot1, geometry, dynamic = _tunnelling_case(rng, 3, 6, 2, 0.2)
+    row = np.flatnonzero(dynamic)[0]
+    rot1[1, row] = lie.exp_so3_numpy(np.array([0.0, 0.0, np.pi - 1e-3])) @ rot0[1, row]  # a half turn in one step
+    for got, ref in zip(tunnelling_ratio(com0, rot0, com1, rot1, geometry, dynamic),
+                        tunnelling_ratio_numpy(com0, rot0, com1, rot1, geometry, dynamic)):
+        np.testing.assert_array_equal(got, ref)

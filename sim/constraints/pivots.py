@@ -106,18 +106,30 @@ class RigidPivotPositionConstraints(RigidConstraintSet):
         """Newton start for ``InitialGuess.CONSTANT_VELOCITY_AND_TARGETS``: every dynamic actor held by exactly one
         of these constraints, stiff (k h^2 > 100 m: the target, not the inertia, decides where it ends) and
         undamped, gets its pivot on the target, c = p_hat - R a with R the guessed rotation."""
-        bodies = ctx.model.bodies
-        actors = self.actors[:, 0]
-        held = np.bincount(actors, minlength=bodies.num)[actors] == 1
-        stiff = (self.stiffness * ctx.stage_dt**2 > 100.0 * bodies.mass[actors]) & (self.damping == 0.0)
-        ok = np.flatnonzero(held & stiff & ~bodies.is_static[actors])
+        ok, rows, arm_local = self._guess_rows(ctx.model.bodies, ctx.stage_dt)
         if ok.size == 0:
             return guess_c
         targets = self._select_worlds(self._targets, ctx.world_index)["position"][:, ok]  # (W, K, 3)
-        arm_local = self._data["local_position"][ok] - self.com_local[actors[ok]]
         out = guess_c.copy()
-        out[:, actors[ok]] = targets - np.einsum("wkij,kj->wki", guess_r[:, actors[ok]], arm_local)
+        out[:, rows] = targets - np.einsum("wkij,kj->wki", guess_r[:, rows], arm_local)
         return out
+
+    def _guess_rows(self, bodies, stage_dt: float):
+        """(constraint rows ok, their actors, arm_local) of `guess_on_targets`: they depend on the model, the stage
+        length and the constraints' parameters only, so they are kept until one of those changes (asked every
+        substep; the key's bytes cost less than recomputing them)."""
+        key = (id(bodies), float(stage_dt), self.actors.tobytes(), self.stiffness.tobytes(),
+               self.damping.tobytes(), self._data["local_position"].tobytes(), self.com_local.tobytes())
+        cached = self.__dict__.get("_guess_cache")
+        if cached is not None and cached[0] == key and cached[1] is bodies:
+            return cached[2]
+        actors = self.actors[:, 0]
+        held = np.bincount(actors, minlength=bodies.num)[actors] == 1
+        stiff = (self.stiffness * stage_dt**2 > 100.0 * bodies.mass[actors]) & (self.damping == 0.0)
+        ok = np.flatnonzero(held & stiff & ~bodies.is_static[actors])
+        value = (ok, actors[ok], self._data["local_position"][ok] - self.com_local[actors[ok]])
+        self._guess_cache = (key, bodies, value)
+        return value
 
 
 class RigidPivotToRigidTargetConstraints(RigidConstraintSet):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import kernel
+from ..jit import inner_kernel, kernel
 
 
 @kernel
@@ -59,34 +59,53 @@ _NEAR_PI = np.pi - 1e-2
 @kernel
 def log_so3_batch(rot, out, near_pi):
     """`lie.log_so3_numpy` of (M, 3, 3) rotations into ``out`` (M, 3), except rows with angle > _NEAR_PI: those
-    are marked in ``near_pi`` (M,) for the caller's quaternion route. Returns how many rows it marked.
-
-    numpy's order: trace ((r00 + r11) + r22) - 1; |vee|^2 summed (v0^2 + v2^2) + v1^2, as np.einsum's
-    two-operand contraction adds three terms; clip, arccos and arctan2 with NaN passed through."""
+    are marked in ``near_pi`` (M,) for the caller's quaternion route. Returns how many rows it marked."""
     count = 0
     for m in range(rot.shape[0]):
-        cos_angle = 0.5 * (((rot[m, 0, 0] + rot[m, 1, 1]) + rot[m, 2, 2]) - 1.0)
-        if cos_angle < -1.0:
-            cos_angle = -1.0
-        elif cos_angle > 1.0:
-            cos_angle = 1.0
-        angle = np.arccos(cos_angle)
-        vx = 0.5 * (rot[m, 2, 1] - rot[m, 1, 2])
-        vy = 0.5 * (rot[m, 0, 2] - rot[m, 2, 0])
-        vz = 0.5 * (rot[m, 1, 0] - rot[m, 0, 1])
-        if angle < _SMALL_ANGLE:
-            ratio = 1.0 + angle * angle / 6.0
-        else:
-            sin_angle = np.sqrt((vx * vx + vz * vz) + vy * vy)
-            # np.maximum(sin_angle, 1e-300) keeps a NaN
-            ratio = np.arctan2(sin_angle, cos_angle) / (sin_angle if not sin_angle < 1e-300 else 1e-300)
-        out[m, 0] = ratio * vx
-        out[m, 1] = ratio * vy
-        out[m, 2] = ratio * vz
-        near_pi[m] = angle > _NEAR_PI
+        near_pi[m] = _log_row(rot, m, out, m)
         if near_pi[m]:
             count += 1
     return count
+
+
+@kernel
+def rotation_angles(rot, angle_out):
+    """np.linalg.norm(lie.log_so3(rot), axis=-1) for (M, 3, 3) rotations into ``angle_out`` (M,), the norm's
+    squares summed (x^2 + y^2) + z^2 as numpy's reduction adds them. Returns how many rows have an angle >
+    _NEAR_PI (their value here is not the quaternion route's: the caller recomputes when that is not 0)."""
+    theta = np.empty((1, 3))
+    count = 0
+    for m in range(rot.shape[0]):
+        if _log_row(rot, m, theta, 0):
+            count += 1
+        angle_out[m] = np.sqrt((theta[0, 0] * theta[0, 0] + theta[0, 1] * theta[0, 1]) + theta[0, 2] * theta[0, 2])
+    return count
+
+
+@inner_kernel
+def _log_row(rot, m, out, k):
+    """Row m of `log_so3_batch` into out[k]; True when its angle is > _NEAR_PI (out[k] then needs the quaternion
+    route). numpy's order: trace ((r00 + r11) + r22) - 1; |vee|^2 summed (v0^2 + v2^2) + v1^2, as np.einsum's
+    two-operand contraction adds three terms; clip, arccos and arctan2 with NaN passed through."""
+    cos_angle = 0.5 * (((rot[m, 0, 0] + rot[m, 1, 1]) + rot[m, 2, 2]) - 1.0)
+    if cos_angle < -1.0:
+        cos_angle = -1.0
+    elif cos_angle > 1.0:
+        cos_angle = 1.0
+    angle = np.arccos(cos_angle)
+    vx = 0.5 * (rot[m, 2, 1] - rot[m, 1, 2])
+    vy = 0.5 * (rot[m, 0, 2] - rot[m, 2, 0])
+    vz = 0.5 * (rot[m, 1, 0] - rot[m, 0, 1])
+    if angle < _SMALL_ANGLE:
+        ratio = 1.0 + angle * angle / 6.0
+    else:
+        sin_angle = np.sqrt((vx * vx + vz * vz) + vy * vy)
+        # np.maximum(sin_angle, 1e-300) keeps a NaN
+        ratio = np.arctan2(sin_angle, cos_angle) / (sin_angle if not sin_angle < 1e-300 else 1e-300)
+    out[k, 0] = ratio * vx
+    out[k, 1] = ratio * vy
+    out[k, 2] = ratio * vz
+    return angle > _NEAR_PI
 
 
 @kernel
@@ -178,3 +197,22 @@ def select_static(is_static, c, r, v, omega, s, c_static, r_static, v_static, om
                 for j in range(3):
                     r_out[w, n, i, j] = r_static[w, n, i, j] if st else r[w, n, i, j]
                     s_out[w, n, i, j] = 0.0 if st else s[w, n, i, j]
+
+
+@kernel
+def end_one_stage(is_static, coef, star_c, star_v, star_omega, star_s, c, r, v, omega, s, c_static, r_static,
+                  v_static, omega_static, c_out, r_out, v_out, omega_out, s_out):
+    """`_GroupStep.step_end` for a one-stage tableau with b~ = (coef,) and coef = 1: vectors y* + coef (Y - y*)
+    as `integration.combine_vectors` computes them, the rotation the stage's (combine_rotations' unit-coefficient
+    copy), then the static rows' prescribed pose and implied velocity with S = 0 (as `select_static`)."""
+    for w in range(c.shape[0]):
+        for n in range(c.shape[1]):
+            st = is_static[n]
+            for i in range(3):
+                c_out[w, n, i] = c_static[w, n, i] if st else star_c[w, n, i] + coef * (c[w, n, i] - star_c[w, n, i])
+                v_out[w, n, i] = v_static[w, n, i] if st else star_v[w, n, i] + coef * (v[w, n, i] - star_v[w, n, i])
+                omega_out[w, n, i] = omega_static[w, n, i] if st else \
+                    star_omega[w, n, i] + coef * (omega[w, n, i] - star_omega[w, n, i])
+                for j in range(3):
+                    r_out[w, n, i, j] = r_static[w, n, i, j] if st else r[w, n, i, j]
+                    s_out[w, n, i, j] = 0.0 if st else star_s[w, n, i, j] + coef * (s[w, n, i, j] - star_s[w, n, i, j])
