@@ -376,7 +376,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
     def get_actor_translations(self, actors) -> np.ndarray:
         """Root-transform translations (W, K, 3) of ``actors`` (no quaternion conversion)."""
         rows = self._rows(actors)
-        com_local = np.array([self._records[r].com_local for r in rows]).reshape(len(rows), 3)
+        com_local = self.get_model().bodies.com_local[rows]  # the records' com_local, in model rows
         cur = self._state.current
         return cur.com_position[:, rows] - np.einsum("wkij,kj->wki", cur.rotation[:, rows], com_local)
 

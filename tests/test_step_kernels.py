@@ -1,5 +1,6 @@
-"""The step's own kernels (sim/kernels/step.py) against the numpy code they replaced: bit for bit, not within a
-tolerance (they do the same operations in the same order), on random states that reach every branch."""
+"""The step's own kernels (sim/kernels/step.py), and the helpers that replaced numpy calls on the per-step path,
+against the numpy code they replaced: bit for bit, not within a tolerance (they do the same operations in the same
+order), on random states that reach every branch."""
 
 import numpy as np
 
@@ -188,3 +189,17 @@ def test_rotation_angles_and_a_half_turn_in_the_tunnelling_ratio(rng):
     for got, ref in zip(tunnelling_ratio(com0, rot0, com1, rot1, geometry, dynamic),
                         tunnelling_ratio_numpy(com0, rot0, com1, rot1, geometry, dynamic)):
         np.testing.assert_array_equal(got, ref)
+
+
+def test_gripper_observation_helpers_equal_np_mean_and_clip():
+    import itertools
+
+    from superdex_gym.envs.robots.floating_gripper import _clip, _mean_of_two
+
+    values = [0.0, -0.0, 1.5, -2.25, 1e-300, -1e-300, np.nan, 7.0, -7.0]
+    for a, b in itertools.product(values, values):  # signed zeros included: np.mean of (-0.0, -0.0) is +0.0
+        pair = np.zeros((1, 2, 3))
+        pair[0, :, 1] = a, b
+        assert _mean_of_two(pair).tobytes() == pair.mean(axis=1).tobytes()
+        assert _mean_of_two(pair[:, :, 1])[:, None].tobytes() == pair[:, :, 1].mean(axis=1, keepdims=True).tobytes()
+        assert _clip(np.array([a, b]), 3.0).tobytes() == np.clip(np.array([a, b]), -3.0, 3.0).tobytes()
