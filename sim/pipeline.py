@@ -245,8 +245,9 @@ class _GroupStep:
         self.static_v = static_v = np.zeros_like(target_c)
         self.static_w = static_w = np.zeros_like(target_c)
         rows = self.model.bodies.static_rows
-        moved = rows.size > 0 and not (np.array_equal(target_c[:, rows], prev_c[:, rows])
-                                       and np.array_equal(target_r[:, rows], prev_r[:, rows]))
+        moved = rows.size > 0 and not step_kernels.rows_equal(
+            kernel_array(rows, np.int64), kernel_array(target_c), kernel_array(prev_c), kernel_array(target_r),
+            kernel_array(prev_r))
         if moved:  # statics that did not move have exactly zero velocity (no log of R R^T ~ 1 needed)
             pivot = self.model.bodies.static_pivot[static]
             static_v[:, static] = (

@@ -203,3 +203,28 @@ def test_gripper_observation_helpers_equal_np_mean_and_clip():
         assert _mean_of_two(pair).tobytes() == pair.mean(axis=1).tobytes()
         assert _mean_of_two(pair[:, :, 1])[:, None].tobytes() == pair[:, :, 1].mean(axis=1, keepdims=True).tobytes()
         assert _clip(np.array([a, b]), 3.0).tobytes() == np.clip(np.array([a, b]), -3.0, 3.0).tobytes()
+
+
+def test_rows_equal_is_array_equal_of_the_rows(rng):
+    from superdex_gym.sim.kernels.step import rows_equal
+
+    a = rng.normal(size=(4, 6, 3))
+    ra = rng.normal(size=(4, 6, 3, 3))
+    rows = np.array([1, 4], dtype=np.int64)
+    for change in (None, (2, 4, 1), (3, 1, None), (0, 0, 2), "nan"):
+        b, rb = a.copy(), ra.copy()
+        if change == "nan":
+            a_nan = a.copy()
+            a_nan[1, 1, 0] = b[1, 1, 0] = np.nan
+            got, want = rows_equal(rows, a_nan, b, ra, rb), np.array_equal(a_nan[:, rows], b[:, rows])
+        else:
+            if change is not None:
+                w, n, i = change
+                if i is None:
+                    rb[w, n, 2, 1] += 1e-12
+                else:
+                    b[w, n, i] += 1e-12
+            got = rows_equal(rows, a, b, ra, rb)
+            want = np.array_equal(a[:, rows], b[:, rows]) and np.array_equal(ra[:, rows], rb[:, rows])
+        assert got == want
+    assert rows_equal(rows, a, a.copy(), ra, ra.copy()) and not rows_equal(rows, a, a + 1.0, ra, ra)

@@ -95,12 +95,23 @@ class RigidPivotPositionConstraints(RigidConstraintSet):
         return _point_terms(c + arm - targets["position"], arm, with_jacobian)
 
     def _values_kernel(self, com_position, rotation, world_rows, targets, with_jacobian):
-        arm_local = self._data["local_position"] - self.com_local[self.actors[:, 0]]
+        actors, arm_local = self._kernel_geometry()
         g, jac = _kernel_outputs(com_position.shape[0], len(self), with_jacobian)
         constraint_kernels.point_pivot_values(
-            com_position, rotation, kernel_array(self.actors[:, 0], np.int64), kernel_array(world_rows, np.int64),
-            kernel_array(arm_local), kernel_array(targets["position"]), with_jacobian, g, jac)
+            com_position, rotation, actors, kernel_array(world_rows, np.int64), arm_local,
+            kernel_array(targets["position"]), with_jacobian, g, jac)
         return g, (jac if with_jacobian else None)
+
+    def _kernel_geometry(self):
+        """(actors (C,) int64, arm_local (C, 3) = local_position - com_local) as kernel arrays, kept until the
+        constraints or the CoMs change (every Newton evaluation of the numpy path asks)."""
+        key = (self.actors.tobytes(), self._data["local_position"].tobytes(), self.com_local.tobytes())
+        cached = self.__dict__.get("_geometry_cache")
+        if cached is None or cached[0] != key:
+            actors = kernel_array(self.actors[:, 0], np.int64)
+            cached = self._geometry_cache = (key, (actors, kernel_array(
+                self._data["local_position"] - self.com_local[self.actors[:, 0]])))
+        return cached[1]
 
     def guess_on_targets(self, ctx, guess_c: np.ndarray, guess_r: np.ndarray) -> np.ndarray:
         """Newton start for ``InitialGuess.CONSTANT_VELOCITY_AND_TARGETS``: every dynamic actor held by exactly one

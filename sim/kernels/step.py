@@ -216,3 +216,19 @@ def end_one_stage(is_static, coef, star_c, star_v, star_omega, star_s, c, r, v, 
                 for j in range(3):
                     r_out[w, n, i, j] = r_static[w, n, i, j] if st else r[w, n, i, j]
                     s_out[w, n, i, j] = 0.0 if st else star_s[w, n, i, j] + coef * (s[w, n, i, j] - star_s[w, n, i, j])
+
+
+@kernel
+def rows_equal(rows, a, b, ra, rb):
+    """True when rows ``rows`` of a == b (W, N, 3) and ra == rb (W, N, 3, 3) everywhere, as np.array_equal of the
+    gathered rows (a NaN is never equal)."""
+    for w in range(a.shape[0]):
+        for k in range(rows.shape[0]):
+            n = rows[k]
+            for i in range(3):
+                if not a[w, n, i] == b[w, n, i]:
+                    return False
+                for j in range(3):
+                    if not ra[w, n, i, j] == rb[w, n, i, j]:
+                        return False
+    return True
