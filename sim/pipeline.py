@@ -93,17 +93,7 @@ def interpolate_static(prev_c, prev_r, target_c, target_r, tau: float):
 
 
 def recover_velocity(c, r, c0, r0, stage_dt):
-    """v = (c - c0)/dt_i, F = (R - R0)/dt_i R^T, omega = axial(F), S = sym(F) (digest 2.4).
-
-    numpy's matrix product, then one kernel for the rest (bit for bit `recover_velocity_numpy`)."""
-    fd = ((r - r0) / stage_dt) @ np.swapaxes(r, -1, -2)
-    v, omega, sym = np.empty(c.shape), np.empty(c.shape), np.empty(fd.shape)
-    step_kernels.recover_velocity(kernel_array(c), kernel_array(c0), kernel_array(fd), float(stage_dt), v, omega, sym)
-    return v, omega, sym
-
-
-def recover_velocity_numpy(c, r, c0, r0, stage_dt):
-    """`recover_velocity` in numpy only (the oracle tests/test_step_kernels.py holds the kernel to)."""
+    """v = (c - c0)/dt_i, F = (R - R0)/dt_i R^T, omega = axial(F), S = sym(F) (digest 2.4)."""
     fd = ((r - r0) / stage_dt) @ np.swapaxes(r, -1, -2)
     return (c - c0) / stage_dt, lie.axial(fd), lie.sym(fd)
 
@@ -245,9 +235,8 @@ class _GroupStep:
         self.static_v = static_v = np.zeros_like(target_c)
         self.static_w = static_w = np.zeros_like(target_c)
         rows = self.model.bodies.static_rows
-        moved = rows.size > 0 and not step_kernels.rows_equal(
-            kernel_array(rows, np.int64), kernel_array(target_c), kernel_array(prev_c), kernel_array(target_r),
-            kernel_array(prev_r))
+        moved = rows.size > 0 and not (bool((target_c[:, rows] == prev_c[:, rows]).all())
+                                       and bool((target_r[:, rows] == prev_r[:, rows]).all()))
         if moved:  # statics that did not move have exactly zero velocity (no log of R R^T ~ 1 needed)
             pivot = self.model.bodies.static_pivot[static]
             static_v[:, static] = (
@@ -338,8 +327,6 @@ class _GroupStep:
         """y_{n+1} = y* plus the stages with b~ (digest 3.3); static actors end exactly at their prescribed pose,
         moving with the implied velocity."""
         bt = self.tab.b_tilde
-        if len(stages) == 1 and bt[0] == 1.0:  # BACKWARD_EULER, BDF2, BDF3: one kernel (the same arithmetic)
-            return self.end_one_stage(star, stages[0], float(bt[0]))
         end = Kinematics(
             com_position=combine_vectors(star.com_position, bt, [s.com_position for s in stages]),
             rotation=combine_rotations(star.rotation, bt, [s.rotation for s in stages]),
@@ -348,20 +335,6 @@ class _GroupStep:
             velocity_sym=combine_vectors(star.velocity_sym, bt, [s.velocity_sym for s in stages]),
         )
         return self.with_static(end, self.target_c, self.target_r)
-
-    def end_one_stage(self, star: Kinematics, stage: Kinematics, coef: float) -> Kinematics:
-        """`step_end` of a one-stage tableau whose b~ is (1,): new arrays from `step_kernels.end_one_stage`."""
-        end = Kinematics(np.empty(star.com_position.shape), np.empty(star.rotation.shape),
-                         np.empty(star.linear_velocity.shape), np.empty(star.angular_velocity.shape),
-                         np.empty(star.velocity_sym.shape))
-        step_kernels.end_one_stage(
-            self.model.bodies.kernel_arrays.is_static, coef, kernel_array(star.com_position),
-            kernel_array(star.linear_velocity), kernel_array(star.angular_velocity), kernel_array(star.velocity_sym),
-            kernel_array(stage.com_position), kernel_array(stage.rotation), kernel_array(stage.linear_velocity),
-            kernel_array(stage.angular_velocity), kernel_array(stage.velocity_sym), kernel_array(self.target_c),
-            kernel_array(self.target_r), kernel_array(self.static_v), kernel_array(self.static_w),
-            end.com_position, end.rotation, end.linear_velocity, end.angular_velocity, end.velocity_sym)
-        return end
 
     def divergence_reset(self, end: Kinematics, previous: Kinematics, diverged: np.ndarray) -> None:
         """Digest 2.6: a world where any stage diverged gets its dynamic actors back at the previous pose

@@ -51,19 +51,19 @@ def tunnelling_ratio(com0, rot0, com1, rot1, geometry: dict, dynamic: np.ndarray
     dyn = np.flatnonzero(dynamic)
     if rows.size == 0 or dyn.size == 0:
         return np.zeros(num_worlds), np.full(num_worlds, -1)
-    # The rotation angle and the colliders' centres take numpy's matrix products and arccos / arctan2; the rest
-    # (travel, gaps, the reach test and the worst pair) is one kernel (sim/kernels/step.py, same arithmetic).
+    # The rotations over the step and the colliders' centres take numpy's matrix products; the rest (angles,
+    # travel, gaps, the reach test and the worst pair) is one kernel (sim/kernels/step.py, the same arithmetic).
     rel = rot1[:, dyn] @ np.swapaxes(rot0[:, dyn], -1, -2)
-    angle = np.empty(rel.shape[:2])
-    if step_kernels.rotation_angles(kernel_array(rel.reshape(-1, 3, 3)), angle.reshape(-1)):
-        angle = np.linalg.norm(lie.log_so3(rel), axis=-1)  # a turn within 1e-2 of pi: the quaternion route
     # static bounding-sphere centres in the world at the step start (W, S, 3)
     centres = com0[:, rows] + np.einsum("wsij,sj->wsi", rot0[:, rows], geometry["centre"])
     ratio = np.empty(num_worlds)
     which = np.empty(num_worlds, dtype=np.int64)
-    step_kernels.tunnelling_worst(kernel_array(com0), kernel_array(com1), kernel_array(dyn, np.int64),
-                                  kernel_array(angle), kernel_array(geometry["reach"][dyn]), kernel_array(centres),
-                                  kernel_array(geometry["radius"]), kernel_array(geometry["half"]), ratio, which)
+    near_pi = step_kernels.tunnelling_worst(
+        kernel_array(com0), kernel_array(com1), kernel_array(dyn, np.int64), kernel_array(rel),
+        kernel_array(geometry["reach"][dyn]), kernel_array(centres), kernel_array(geometry["radius"]),
+        kernel_array(geometry["half"]), ratio, which)
+    if near_pi:  # a body turned by nearly pi in one step: log_so3's quaternion route, in numpy
+        return tunnelling_ratio_numpy(com0, rot0, com1, rot1, geometry, dynamic)
     return ratio, which
 
 

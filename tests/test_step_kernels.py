@@ -115,18 +115,6 @@ def test_convergence_weights_equal_numpy_bit_for_bit(rng):
         assert np.all(torque[:, [1, 4]] == 1.0) and np.all(torque[:, [0, 2, 3, 5]] != 1.0)  # statics: weight 1
 
 
-def test_recover_velocity_equals_numpy_bit_for_bit(rng):
-    from superdex_gym.sim.pipeline import recover_velocity, recover_velocity_numpy
-
-    for shape, dt in (((1, 10), 0.02), ((64, 4), 1e-3), ((3, 1), 0.7)):
-        c0, c = rng.normal(size=shape + (3,)), rng.normal(size=shape + (3,))
-        r0 = lie.exp_so3(rng.normal(size=shape + (3,)))
-        r = lie.exp_so3(0.1 * rng.normal(size=shape + (3,))) @ r0
-        for got, want in zip(recover_velocity(c, r, c0, r0, dt), recover_velocity_numpy(c, r, c0, r0, dt)):
-            assert got.shape == want.shape
-            np.testing.assert_array_equal(got, want)
-
-
 def test_select_static_equals_where(rng):
     from superdex_gym.sim.kernels.step import select_static
 
@@ -146,50 +134,14 @@ def test_select_static_equals_where(rng):
         np.testing.assert_array_equal(got, ref)
 
 
-def test_end_one_stage_equals_combine_and_where(rng):
-    from superdex_gym.sim.integration import combine_rotations, combine_vectors
-    from superdex_gym.sim.kernels.step import end_one_stage
-
-    num_worlds, num_bodies = 6, 5
-    is_static = np.array([True, False, False, True, False])
-    vec = lambda: rng.normal(size=(num_worlds, num_bodies, 3))  # noqa: E731
-    mat = lambda: rng.normal(size=(num_worlds, num_bodies, 3, 3))  # noqa: E731
-    star = (vec(), vec(), vec(), mat())  # c, v, omega, S
-    stage = (vec(), mat(), vec(), vec(), mat())  # c, R, v, omega, S
-    static = (vec(), mat(), vec(), vec())
-    out = (np.empty_like(stage[0]), np.empty_like(stage[1]), np.empty_like(stage[2]), np.empty_like(stage[3]),
-           np.empty_like(stage[4]))
-    end_one_stage(is_static, 1.0, *star, *stage, *static, *out)
-    sel = is_static[None, :, None]
-    bt = np.array([1.0])
-    want = (np.where(sel, static[0], combine_vectors(star[0], bt, [stage[0]])),
-            np.where(sel[..., None], static[1], combine_rotations(rng.normal(size=stage[1].shape), bt, [stage[1]])),
-            np.where(sel, static[2], combine_vectors(star[1], bt, [stage[2]])),
-            np.where(sel, static[3], combine_vectors(star[2], bt, [stage[3]])),
-            np.where(sel[..., None], 0.0, combine_vectors(star[3], bt, [stage[4]])))
-    for got, ref in zip(out, want):
-        np.testing.assert_array_equal(got, ref)
-    # y* + (Y - y*) is not Y itself in float64: the kernel keeps numpy's round trip, not the shortcut
-    assert not np.array_equal(out[0][:, ~is_static], stage[0][:, ~is_static])
-
-
-def test_rotation_angles_and_a_half_turn_in_the_tunnelling_ratio(rng):
-    from superdex_gym.sim.kernels.step import rotation_angles
-
-    rot = lie.exp_so3_numpy(_rotation_vectors(rng, 200))
-    angle = np.empty(len(rot))
-    near = rotation_angles(rot, angle)
-    want = np.linalg.norm(lie.log_so3_numpy(rot), axis=1)
-    far = want <= np.pi - 1e-2
-    assert near == np.sum(~far) > 0
-    np.testing.assert_array_equal(angle[far], want[far])  # the rest is recomputed by the caller
+def test_a_half_turn_in_the_tunnelling_ratio(rng):
     com0, rot0, com1, rot1, geometry, dynamic = _tunnelling_case(rng, 3, 6, 2, 0.2)
     row = np.flatnonzero(dynamic)[0]
-    rot1[1, row] = lie.exp_so3_numpy(np.array([0.0, 0.0, np.pi - 1e-3])) @ rot0[1, row]  # a half turn in one step
-    for got, ref in zip(tunnelling_ratio(com0, rot0, com1, rot1, geometry, dynamic),
-                        tunnelling_ratio_numpy(com0, rot0, com1, rot1, geometry, dynamic)):
-        np.testing.assert_array_equal(got, ref)
-
+    for angle in (np.pi - 1e-3, np.pi - 2e-2):  # log_so3's quaternion route (the numpy code), and just outside it
+        rot1[1, row] = lie.exp_so3_numpy(np.array([0.0, 0.0, angle])) @ rot0[1, row]
+        for got, ref in zip(tunnelling_ratio(com0, rot0, com1, rot1, geometry, dynamic),
+                            tunnelling_ratio_numpy(com0, rot0, com1, rot1, geometry, dynamic)):
+            np.testing.assert_array_equal(got, ref)
 
 def test_gripper_observation_helpers_equal_np_mean_and_clip():
     import itertools
@@ -204,27 +156,3 @@ def test_gripper_observation_helpers_equal_np_mean_and_clip():
         assert _mean_of_two(pair[:, :, 1])[:, None].tobytes() == pair[:, :, 1].mean(axis=1, keepdims=True).tobytes()
         assert _clip(np.array([a, b]), 3.0).tobytes() == np.clip(np.array([a, b]), -3.0, 3.0).tobytes()
 
-
-def test_rows_equal_is_array_equal_of_the_rows(rng):
-    from superdex_gym.sim.kernels.step import rows_equal
-
-    a = rng.normal(size=(4, 6, 3))
-    ra = rng.normal(size=(4, 6, 3, 3))
-    rows = np.array([1, 4], dtype=np.int64)
-    for change in (None, (2, 4, 1), (3, 1, None), (0, 0, 2), "nan"):
-        b, rb = a.copy(), ra.copy()
-        if change == "nan":
-            a_nan = a.copy()
-            a_nan[1, 1, 0] = b[1, 1, 0] = np.nan
-            got, want = rows_equal(rows, a_nan, b, ra, rb), np.array_equal(a_nan[:, rows], b[:, rows])
-        else:
-            if change is not None:
-                w, n, i = change
-                if i is None:
-                    rb[w, n, 2, 1] += 1e-12
-                else:
-                    b[w, n, i] += 1e-12
-            got = rows_equal(rows, a, b, ra, rb)
-            want = np.array_equal(a[:, rows], b[:, rows]) and np.array_equal(ra[:, rows], rb[:, rows])
-        assert got == want
-    assert rows_equal(rows, a, a.copy(), ra, ra.copy()) and not rows_equal(rows, a, a + 1.0, ra, ra)

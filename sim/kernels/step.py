@@ -15,26 +15,33 @@ from ..jit import inner_kernel, kernel
 
 
 @kernel
-def tunnelling_worst(com0, com1, dynamic, angle, reach, centres, radius, half, ratio_out, which_out):
+def tunnelling_worst(com0, com1, dynamic, rel, reach, centres, radius, half, ratio_out, which_out):
     """The tail of `sim.tunnelling.tunnelling_ratio` for W worlds, D dynamic and S static colliders.
 
     model: ``dynamic`` (D,) rows, ``reach`` (D,) m, ``radius`` / ``half`` (S,) m; data in: ``com0`` / ``com1``
-    (W, N, 3) CoMs at step start / end, ``angle`` (W, D) rad each dynamic body's rotation over the step,
-    ``centres`` (W, S, 3) the colliders' bounding-sphere centres at step start; data out: ``ratio_out`` (W,) the
-    largest travel / half thickness over (body, collider within reach) pairs, 0 when none is, NaN when any pair's
-    ratio is NaN; ``which_out`` (W,) the collider index of the first largest, -1 unless that ratio is > 0."""
+    (W, N, 3) CoMs at step start / end, ``rel`` (W, D, 3, 3) each dynamic body's rotation over the step (numpy's
+    R1 R0^T), ``centres`` (W, S, 3) the colliders' bounding-sphere centres at step start; data out: ``ratio_out``
+    (W,) the largest travel / half thickness over (body, collider within reach) pairs, 0 when none is, NaN when any
+    pair's ratio is NaN; ``which_out`` (W,) the collider index of the first largest, -1 unless that ratio is > 0.
+    The angle is |log(rel)| as np.linalg.norm(lie.log_so3(rel)) gives it; returns how many rotations turned by
+    more than _NEAR_PI, where log_so3 takes its quaternion route (the caller then uses the numpy code)."""
     num_static = centres.shape[1]
+    theta = np.empty((1, 3))
+    near_pi = 0
     for w in range(com0.shape[0]):
         best = 0.0
         best_k = 0
         first = True
         for d in range(dynamic.shape[0]):
             n = dynamic[d]
+            if _log_row(rel[w], d, theta, 0 * d):
+                near_pi += 1
+            angle = np.sqrt((theta[0, 0] * theta[0, 0] + theta[0, 1] * theta[0, 1]) + theta[0, 2] * theta[0, 2])
             dx = com1[w, n, 0] - com0[w, n, 0]
             dy = com1[w, n, 1] - com0[w, n, 1]
             dz = com1[w, n, 2] - com0[w, n, 2]
             move = np.sqrt((dx * dx + dy * dy) + dz * dz)
-            travel = move + reach[d] * angle[w, d]
+            travel = move + reach[d] * angle
             for s in range(num_static):
                 gx = com0[w, n, 0] - centres[w, s, 0]
                 gy = com0[w, n, 1] - centres[w, s, 1]
@@ -48,6 +55,7 @@ def tunnelling_worst(com0, com1, dynamic, angle, reach, centres, radius, half, r
                 first = False
         ratio_out[w] = best
         which_out[w] = best_k % num_static if best > 0 else -1
+    return near_pi
 
 
 # --- SO(3) exp / log, batched (sim/lie.py calls these; its numpy code stays there as the oracle) ----------------
@@ -65,20 +73,6 @@ def log_so3_batch(rot, out, near_pi):
         near_pi[m] = _log_row(rot, m, out, m)
         if near_pi[m]:
             count += 1
-    return count
-
-
-@kernel
-def rotation_angles(rot, angle_out):
-    """np.linalg.norm(lie.log_so3(rot), axis=-1) for (M, 3, 3) rotations into ``angle_out`` (M,), the norm's
-    squares summed (x^2 + y^2) + z^2 as numpy's reduction adds them. Returns how many rows have an angle >
-    _NEAR_PI (their value here is not the quaternion route's: the caller recomputes when that is not 0)."""
-    theta = np.empty((1, 3))
-    count = 0
-    for m in range(rot.shape[0]):
-        if _log_row(rot, m, theta, 0):
-            count += 1
-        angle_out[m] = np.sqrt((theta[0, 0] * theta[0, 0] + theta[0, 1] * theta[0, 1]) + theta[0, 2] * theta[0, 2])
     return count
 
 
@@ -166,22 +160,6 @@ def torque_weights(rotation, sqrt_inertia, sqrt_mass, a_ref, out):
 
 
 @kernel
-def recover_velocity(c, c0, fd, stage_dt, v_out, w_out, s_out):
-    """`pipeline.recover_velocity` after its matrix product fd = ((R - R0)/dt) R^T (numpy's): v = (c - c0)/dt,
-    omega = axial(fd), S = sym(fd), all (W, N, ...)."""
-    for w in range(c.shape[0]):
-        for n in range(c.shape[1]):
-            for i in range(3):
-                v_out[w, n, i] = (c[w, n, i] - c0[w, n, i]) / stage_dt
-            w_out[w, n, 0] = 0.5 * (fd[w, n, 2, 1] - fd[w, n, 1, 2])
-            w_out[w, n, 1] = 0.5 * (fd[w, n, 0, 2] - fd[w, n, 2, 0])
-            w_out[w, n, 2] = 0.5 * (fd[w, n, 1, 0] - fd[w, n, 0, 1])
-            for i in range(3):
-                for j in range(3):
-                    s_out[w, n, i, j] = 0.5 * (fd[w, n, i, j] + fd[w, n, j, i])
-
-
-@kernel
 def select_static(is_static, c, r, v, omega, s, c_static, r_static, v_static, omega_static, c_out, r_out, v_out,
                   omega_out, s_out):
     """Kinematics (W, N, ...) whose static rows take their prescribed pose c_static / r_static and implied
@@ -198,37 +176,3 @@ def select_static(is_static, c, r, v, omega, s, c_static, r_static, v_static, om
                     r_out[w, n, i, j] = r_static[w, n, i, j] if st else r[w, n, i, j]
                     s_out[w, n, i, j] = 0.0 if st else s[w, n, i, j]
 
-
-@kernel
-def end_one_stage(is_static, coef, star_c, star_v, star_omega, star_s, c, r, v, omega, s, c_static, r_static,
-                  v_static, omega_static, c_out, r_out, v_out, omega_out, s_out):
-    """`_GroupStep.step_end` for a one-stage tableau with b~ = (coef,) and coef = 1: vectors y* + coef (Y - y*)
-    as `integration.combine_vectors` computes them, the rotation the stage's (combine_rotations' unit-coefficient
-    copy), then the static rows' prescribed pose and implied velocity with S = 0 (as `select_static`)."""
-    for w in range(c.shape[0]):
-        for n in range(c.shape[1]):
-            st = is_static[n]
-            for i in range(3):
-                c_out[w, n, i] = c_static[w, n, i] if st else star_c[w, n, i] + coef * (c[w, n, i] - star_c[w, n, i])
-                v_out[w, n, i] = v_static[w, n, i] if st else star_v[w, n, i] + coef * (v[w, n, i] - star_v[w, n, i])
-                omega_out[w, n, i] = omega_static[w, n, i] if st else \
-                    star_omega[w, n, i] + coef * (omega[w, n, i] - star_omega[w, n, i])
-                for j in range(3):
-                    r_out[w, n, i, j] = r_static[w, n, i, j] if st else r[w, n, i, j]
-                    s_out[w, n, i, j] = 0.0 if st else star_s[w, n, i, j] + coef * (s[w, n, i, j] - star_s[w, n, i, j])
-
-
-@kernel
-def rows_equal(rows, a, b, ra, rb):
-    """True when rows ``rows`` of a == b (W, N, 3) and ra == rb (W, N, 3, 3) everywhere, as np.array_equal of the
-    gathered rows (a NaN is never equal)."""
-    for w in range(a.shape[0]):
-        for k in range(rows.shape[0]):
-            n = rows[k]
-            for i in range(3):
-                if not a[w, n, i] == b[w, n, i]:
-                    return False
-                for j in range(3):
-                    if not ra[w, n, i, j] == rb[w, n, i, j]:
-                        return False
-    return True
