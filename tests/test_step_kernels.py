@@ -154,5 +154,9 @@ def test_gripper_observation_helpers_equal_np_mean_and_clip():
         pair[0, :, 1] = a, b
         assert _mean_of_two(pair).tobytes() == pair.mean(axis=1).tobytes()
         assert _mean_of_two(pair[:, :, 1])[:, None].tobytes() == pair[:, :, 1].mean(axis=1, keepdims=True).tobytes()
-        assert _clip(np.array([a, b]), 3.0).tobytes() == np.clip(np.array([a, b]), -3.0, 3.0).tobytes()
+        assert _clip(np.array([a, b]), -3.0, 3.0).tobytes() == np.clip(np.array([a, b]), -3.0, 3.0).tobytes()
+        low, high = np.array([-1.0, 0.5]), np.array([2.0, 0.75])  # per-axis bounds, as the workspace's
+        assert _clip(np.array([a, b]), low, high).tobytes() == np.clip(np.array([a, b]), low, high).tobytes()
+        single = np.array([a, b], dtype=np.float32)  # actions arrive as float32: the dtype is kept
+        assert _clip(single, -1.0, 1.0).tobytes() == np.clip(single, -1.0, 1.0).tobytes()
 

@@ -210,7 +210,7 @@ class FloatingGripper:
 
     def begin_action(self, actions: np.ndarray) -> None:
         """Targets of one control step from finite (W, 4) actions (clipped to [-1, 1], as documented)."""
-        actions = np.clip(actions, -1.0, 1.0)
+        actions = _clip(actions, -1.0, 1.0)
         grip, _ = self.grip_point()
         c = self.config
         self._start = self._target.copy(), self._opening.copy()
@@ -218,12 +218,12 @@ class FloatingGripper:
             opening = np.zeros(len(actions))
         else:  # rate-limited: fingers closed in one control step slam into an object at ~1 m/s
             wanted = 0.5 * (actions[:, 3] + 1.0) * c.max_opening_m
-            opening = self._opening + np.clip(wanted - self._opening, -c.finger_step_m, c.finger_step_m)
+            opening = self._opening + _clip(wanted - self._opening, -c.finger_step_m, c.finger_step_m)
         move = actions[:, :3] * self.max_step_m
         if np.isfinite(self._max_travel_m):
             norm = np.linalg.norm(move, axis=1, keepdims=True)
             move = move * np.minimum(1.0, self._max_travel_m / np.maximum(norm, 1e-12))
-        self._end = (np.clip(grip + move, self._workspace_low, self._workspace_high), opening)
+        self._end = (_clip(grip + move, self._workspace_low, self._workspace_high), opening)
 
     def drive(self, fraction: float) -> None:
         """Drive targets ``fraction`` of the way from the step's start commands to its end ones."""
@@ -272,8 +272,8 @@ class FloatingGripper:
         grip, grip_vel = self._grip_point(pos, lin)
         fingers = pos[:, :, 1] - _mean_of_two(pos[:, :, 1])[:, None]
         finger_vel = lin[:, :, 1] - _mean_of_two(lin[:, :, 1])[:, None]
-        return {"grip": grip, "fingers": fingers, "grip_velocity": _clip(grip_vel, V_MAX),
-                "finger_velocity": _clip(finger_vel, V_MAX)}
+        return {"grip": grip, "fingers": fingers, "grip_velocity": _clip(grip_vel, -V_MAX, V_MAX),
+                "finger_velocity": _clip(finger_vel, -V_MAX, V_MAX)}
 
     def observation_bounds(self) -> dict:
         """Real bounds of the observation parts, each a (low, high) pair.
@@ -293,7 +293,7 @@ class FloatingGripper:
         }
 
 
-# The observation's per-step helpers, without np.mean's and np.clip's Python wrappers (they cost more than the
+# Per-step helpers without np.mean's and np.clip's Python wrappers (they cost more than the
 # arithmetic on a few numbers); the same operations, so the same bits.
 def _mean_of_two(parts: np.ndarray) -> np.ndarray:
     """parts.mean(axis=1) of the two fingers (W, 2, ...): ((0 + a) + b) / 2, as np.mean sums from its +0 identity
@@ -301,6 +301,6 @@ def _mean_of_two(parts: np.ndarray) -> np.ndarray:
     return ((0.0 + parts[:, 0]) + parts[:, 1]) / 2.0
 
 
-def _clip(values: np.ndarray, bound: float) -> np.ndarray:
-    """np.clip(values, -bound, bound) (NaN passes through both)."""
-    return np.minimum(np.maximum(values, -bound), bound)
+def _clip(values: np.ndarray, low, high) -> np.ndarray:
+    """np.clip(values, low, high): np.minimum(np.maximum(values, low), high), as numpy defines it (NaN passes)."""
+    return np.minimum(np.maximum(values, low), high)
