@@ -256,13 +256,7 @@ class _GroupStep:
             start = Kinematics(star.com_position, star.rotation, star.linear_velocity, star.angular_velocity,
                                star.velocity_sym)
         else:
-            start = Kinematics(
-                com_position=combine_vectors(star.com_position, coeffs, [s.com_position for s in stages]),
-                rotation=combine_rotations(star.rotation, coeffs, [s.rotation for s in stages]),
-                linear_velocity=combine_vectors(star.linear_velocity, coeffs, [s.linear_velocity for s in stages]),
-                angular_velocity=combine_vectors(star.angular_velocity, coeffs, [s.angular_velocity for s in stages]),
-                velocity_sym=combine_vectors(star.velocity_sym, coeffs, [s.velocity_sym for s in stages]),
-            )
+            start = _combine(star, coeffs, stages)
         tau_start = self.tab.stage_time_factors[i] - self.tab.stage_dt_factors[i]
         s_c0, s_r0 = self.static_pose(tau_start)
         return self.with_static(start, s_c0, s_r0)
@@ -326,15 +320,7 @@ class _GroupStep:
     def step_end(self, star: Kinematics, stages: list) -> Kinematics:
         """y_{n+1} = y* plus the stages with b~ (digest 3.3); static actors end exactly at their prescribed pose,
         moving with the implied velocity."""
-        bt = self.tab.b_tilde
-        end = Kinematics(
-            com_position=combine_vectors(star.com_position, bt, [s.com_position for s in stages]),
-            rotation=combine_rotations(star.rotation, bt, [s.rotation for s in stages]),
-            linear_velocity=combine_vectors(star.linear_velocity, bt, [s.linear_velocity for s in stages]),
-            angular_velocity=combine_vectors(star.angular_velocity, bt, [s.angular_velocity for s in stages]),
-            velocity_sym=combine_vectors(star.velocity_sym, bt, [s.velocity_sym for s in stages]),
-        )
-        return self.with_static(end, self.target_c, self.target_r)
+        return self.with_static(_combine(star, self.tab.b_tilde, stages), self.target_c, self.target_r)
 
     def divergence_reset(self, end: Kinematics, previous: Kinematics, diverged: np.ndarray) -> None:
         """Digest 2.6: a world where any stage diverged gets its dynamic actors back at the previous pose
@@ -349,6 +335,17 @@ class _GroupStep:
             mask = dyn[(...,) + extra]
             fill = prev if name in ("com_position", "rotation") else np.zeros_like(cur)
             setattr(end, name, np.where(mask, fill, cur))
+
+
+def _combine(star: Kinematics, coeffs, stages: list) -> Kinematics:
+    """y* + sum_j coeffs[j] (Y_j - y*) for every field of the stages' Kinematics (rotations on the Lie algebra)."""
+    return Kinematics(
+        com_position=combine_vectors(star.com_position, coeffs, [s.com_position for s in stages]),
+        rotation=combine_rotations(star.rotation, coeffs, [s.rotation for s in stages]),
+        linear_velocity=combine_vectors(star.linear_velocity, coeffs, [s.linear_velocity for s in stages]),
+        angular_velocity=combine_vectors(star.angular_velocity, coeffs, [s.angular_velocity for s in stages]),
+        velocity_sym=combine_vectors(star.velocity_sym, coeffs, [s.velocity_sym for s in stages]),
+    )
 
 
 def _record_solve(report: StepReport, res) -> None:
