@@ -160,3 +160,34 @@ def test_gripper_observation_helpers_equal_np_mean_and_clip():
         single = np.array([a, b], dtype=np.float32)  # actions arrive as float32: the dtype is kept
         assert _clip(single, -1.0, 1.0).tobytes() == np.clip(single, -1.0, 1.0).tobytes()
 
+
+
+def test_state_copy_copies_every_field(rng):
+    """State.copy is written out field by field (the env guard copies the state every substep): every dataclass
+    field must be in it, equal and unshared, so a field added later cannot be silently aliased."""
+    from dataclasses import fields
+
+    from superdex_gym.sim.model import Kinematics, State
+
+    def kin():
+        return Kinematics(rng.normal(size=(2, 3, 3)), rng.normal(size=(2, 3, 3, 3)), rng.normal(size=(2, 3, 3)),
+                          rng.normal(size=(2, 3, 3)), rng.normal(size=(2, 3, 3, 3)))
+
+    state = State(history=[kin(), kin()], num_history=np.array([1, 2]), sym_dirty=rng.uniform(size=(2, 3)) < 0.5,
+                  static_previous_com=rng.normal(size=(2, 3, 3)), static_previous_rotation=rng.normal(size=(2, 3, 3, 3)),
+                  external_force=rng.normal(size=(2, 3, 6)), offset_force=rng.normal(size=(2, 3, 1, 3)),
+                  offset_local=rng.normal(size=(3, 1, 3)), status=np.array([1, 2]), time=0.25, last_dt=0.01)
+    copied = state.copy()
+    for f in fields(State):
+        value, other = getattr(state, f.name), getattr(copied, f.name)
+        if f.name == "history":
+            assert len(other) == len(value)
+            for a, b in zip(value, other):
+                for g in fields(Kinematics):
+                    assert not np.shares_memory(getattr(a, g.name), getattr(b, g.name))
+                    np.testing.assert_array_equal(getattr(a, g.name), getattr(b, g.name))
+        elif isinstance(value, np.ndarray):
+            assert not np.shares_memory(value, other)
+            np.testing.assert_array_equal(value, other)
+        else:
+            assert other == value
