@@ -6,6 +6,10 @@ user-wide cache directory); when neither is writable (a read-only install under 
 sets ``NUMBA_CACHE_DIR`` to a per-user temporary directory before numba is imported, so a kernel never fails
 to cache. ``NUMBA_CACHE_DIR`` set by the user always wins.
 
+A kernel can call another through its compiled code's address (`address_call`) instead of by name: numba links
+the IR of every callee called by name into the caller and optimizes the whole module again, so a kernel that calls
+all the potential kernels re-optimized all of them (docs/engine.md, "Solver paths").
+
 Kernel arguments go through `kernel_array`: float64 (or the given dtype), C-contiguous and writable. numba
 compiles one specialization per array layout and per read-only flag, so a read-only or strided input would
 trigger a fresh multi-second compile mid-run (measured: 10 s in the issue-12 prototype).
@@ -53,6 +57,9 @@ if _fallback is not None:
         _numba_config.reload_config()
 
 import numba  # noqa: E402  (after the cache directory is settled)
+from llvmlite import ir  # noqa: E402
+from numba.core import errors, types  # noqa: E402
+from numba.extending import intrinsic  # noqa: E402
 
 # fastmath off: kernels must reproduce the numpy oracles to round-off and be deterministic across runs.
 _OPTIONS = dict(cache=True, nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
@@ -79,3 +86,47 @@ def kernel_array(value, dtype=np.float64) -> np.ndarray:
         if flags.c_contiguous and flags.writeable and flags.aligned:
             return value
     return np.require(value, dtype=dtype, requirements=("C", "W", "A"))
+
+
+def wrapper_address(dispatcher, signature) -> int:
+    """The address of ``dispatcher``'s C-callable wrapper for ``signature`` (a numba Signature), compiling it (or
+    loading it from the cache) first. Valid for the life of the process."""
+    args = tuple(signature.args)
+    if args not in dispatcher.overloads:
+        # By the argument types alone, as a call from Python compiles it: numba keys its on-disk cache by what
+        # compile() is given, and a full signature (with the return type) would be a second entry, compiled again.
+        dispatcher.compile(args)
+    result = dispatcher.get_compile_result(signature)  # checks the declared return type against the compiled one
+    return result.library.get_pointer_to_function(result.fndesc.llvm_cfunc_wrapper_name)
+
+
+def address_call(dispatcher, signature):
+    """An intrinsic ``call(address, *args)`` for kernels: calls the code at ``address`` (an int64, from
+    `wrapper_address(dispatcher, signature)`) with ``args``.
+
+    The callee stays out of the caller's LLVM module: the caller compiles and caches without it, and the callee is
+    compiled once, by its own dispatcher. ``args`` must have exactly the types of ``signature`` (checked when the
+    caller compiles: a mismatch would call the wrong machine code). The callee runs without raising: the
+    kernels' numpy error model and unchecked bounds leave it nothing to raise but a failed allocation, which its
+    wrapper reports as unraisable."""
+    declared = tuple(signature.args)
+    name = getattr(dispatcher, "__name__", str(dispatcher))
+
+    def typer(typingctx, address, *args):
+        if len(args) == 1 and isinstance(args[0], types.StarArgTuple):
+            args = tuple(args[0].types)
+        if not isinstance(address, types.Integer) or tuple(args) != declared:
+            raise errors.TypingError(f"{name} called by address with ({address}; {', '.join(map(str, args))}), "
+                                     f"declared (int64; {', '.join(map(str, declared))})")
+
+        def codegen(context, builder, sig, llargs):
+            packed = llargs[1]
+            values = [builder.extract_value(packed, i) for i in range(len(declared))]
+            fnty = ir.FunctionType(context.get_value_type(signature.return_type),
+                                   [context.get_value_type(t) for t in declared])
+            return builder.call(builder.inttoptr(llargs[0], fnty.as_pointer()), values)
+
+        return signature.return_type(address, types.StarArgTuple.from_types(tuple(args))), codegen
+
+    typer.__name__ = f"call_{name}"
+    return intrinsic(typer)

@@ -175,12 +175,17 @@ def solve(kplan: KernelPlan, ctx: StageContext, com_position, rotation, params: 
     iterations = np.empty(num_worlds, dtype=np.int64)
     ls_iterations = np.empty(num_worlds, dtype=np.int64)
     pp, pr = pivots["RigidPivotPosition"], pivots["RigidPivotRotation"]
+    any_newton_euler = bool(np.any(arrays.newton_euler))
+    external_force = kernel_array(ctx.external_force)
+    addresses = newton_kernels.callee_addresses(
+        newton_euler=any_newton_euler, loads=bool(np.any(external_force != 0.0)), offset_forces=has_offset,
+        contact=bool(contact_args[0]), point_pivots=pp[0] > 0, rotation_pivots=pr[0] > 0)
     newton_kernels.newton_stage(
-        arrays.mass, arrays.second_moment, arrays.is_static, arrays.has_gravity, arrays.rotational_inertia,
-        arrays.inertia, arrays.newton_euler, bool(np.any(arrays.newton_euler)), dyn_index,
+        addresses, arrays.mass, arrays.second_moment, arrays.is_static, arrays.has_gravity,
+        arrays.rotational_inertia, arrays.inertia, arrays.newton_euler, any_newton_euler, dyn_index,
         float(ctx.stage_dt), kernel_array(ctx.com_position0), kernel_array(ctx.rotation0),
         kernel_array(ctx.linear_velocity0), kernel_array(ctx.angular_velocity0), kernel_array(ctx.velocity_sym0),
-        gravity, kernel_array(ctx.external_force), offset_force, offset_local, has_offset, force_weight,
+        gravity, external_force, offset_force, offset_local, has_offset, force_weight,
         torque_weight, *contact_args, has_constraints, pivot_order, world_rows, *pp, pr[0], pr[1], pr[2], pr[3],
         pr[4], pr[5], pr[6], pr[7], pr[8],
         int(params.max_iter), params.convergence_mode is ConvergenceMode.GLOBAL, float(params.abs_tol),

@@ -39,7 +39,8 @@ from .potentials.inertia import NewtonEulerInertia, RotationalInertia, Translati
 CORE_POTENTIALS = (TranslationalInertia(), RotationalInertia(), NewtonEulerInertia(), Gravity(), DofLoads(), OffsetForces())
 # Opt-in (environment variable SUPERDEX_COMPILED_NEWTON=1, or set this to True): stages whose scene the compiled
 # per-world Newton covers run on it (sim/newton_kernel.py, docs/engine.md "Solver paths"). Off by default: a cold
-# first step on it compiles in ~40 s on these machines, over the issue-12 budget of 30 s (the numpy path: ~24 s).
+# first step on it compiles in ~1.7x the numpy path's time (~32-38 s on a quiet machine, where the numpy path takes
+# 19-24 s), over the issue-12 budget of 30 s.
 COMPILED_NEWTON = os.environ.get("SUPERDEX_COMPILED_NEWTON", "0") == "1"
 
 

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from types import SimpleNamespace
 
+import numba
 import numpy as np
 import pytest
 
@@ -103,8 +104,8 @@ def test_kernels_compile_from_a_cold_cache(tmp_path):
     velocity, g = map(float, out.stdout.split())
     assert velocity == pytest.approx(g * 0.01, rel=1e-12)  # one backward-Euler step of free fall: v = g dt
     cached = {p.name.split("-")[0] for p in (tmp_path / "cache").rglob("*.nbi")}  # "<module>.<kernel>-<line>..."
-    entry_points = ["contact.contact_terms", "constraints.point_pivot_values", "constraints.rotation_pivot_values",
-                    "constraints.one_actor_compliance", "inertia.translational_inertia",
+    entry_points = ["contact.contact_terms", "depth.contact_depth", "constraints.point_pivot_values",
+                    "constraints.rotation_pivot_values", "constraints.one_actor_compliance", "inertia.translational_inertia",
                     "inertia.rotational_inertia", "inertia.gravity", "loads.dof_loads", "loads.offset_forces",
                     "loads.newton_euler_inertia", "step.tunnelling_worst", "step.log_so3_batch", "step.exp_so3_parts",
                     "step.exp_so3_finish", "step.torque_weights", "step.select_static"]
@@ -175,10 +176,15 @@ def test_rotation_log_kernels_equal_numpy_on_small_mid_and_near_pi_angles():
                              [np.pi - 2e-2, np.pi - 5e-3, np.pi - 1e-7, np.pi, np.pi, np.pi]])
     rots = lie.exp_so3(axes * angles[:, None])
     phi_ref, jinv_ref = log_and_inverse_jacobian(rots)
+
+    @numba.njit(cache=False)  # both are kernel-only helpers, without a Python wrapper of their own
+    def log_then_jacobian(m, phi, jinv):
+        so3_log(m, phi)
+        log_inverse_jacobian(phi, jinv)
+
     for k in range(len(rots)):
         phi, jinv = np.empty(3), np.empty((3, 3))
-        so3_log(kernel_array(rots[k]), phi)
-        log_inverse_jacobian(phi, jinv)
+        log_then_jacobian(kernel_array(rots[k]), phi, jinv)
         np.testing.assert_allclose(phi, phi_ref[k], rtol=0, atol=ROUND_OFF * max(1.0, np.abs(phi_ref[k]).max()))
         np.testing.assert_allclose(jinv, jinv_ref[k], rtol=0, atol=ROUND_OFF * np.abs(jinv_ref[k]).max())
 
@@ -248,3 +254,22 @@ def test_contact_configurations_outside_the_kernel_take_the_numpy_path_by_constr
     assert not two_body_setup(mesh, FRICTION, True, rng, config=ContactEvalConfig())[0].uses_kernel
     grid = ground_colliders()["sdf"]
     assert two_body_setup(grid, FRICTION, True, rng, config=ContactEvalConfig())[0].uses_kernel
+
+
+@pytest.mark.parametrize("collider", ["plane", "sphere", "box", "rotated box", "grid"])
+@pytest.mark.parametrize("static_collider", [True, False], ids=["static", "dynamic"])
+def test_contact_depth_kernel_equals_numpy_oracle(collider, static_collider):
+    """`penetration_depth` (the kernel, one call over worlds x pairs x samples) against its numpy oracle, bit for
+    bit (same broad phase, same SDF arithmetic and grouping), in the ramp and deep regimes with one world apart."""
+    from test_contact_potential import FRICTION, two_body_setup
+    from superdex_gym.sim.contact.params import ContactEvalConfig
+
+    pot, _, com, rot = two_body_setup(_contact_cases()[collider], FRICTION, static_collider,
+                                      np.random.default_rng(7), config=ContactEvalConfig(), gap=-0.01,
+                                      stage_motion=2e-3, worlds=4)
+    assert pot.uses_kernel
+    com[3, 0, 1] += 5.0  # world 3: far above, no contact
+    got = pot.penetration_depth(com, rot)
+    ref = pot.penetration_depth_numpy(com, rot)
+    assert np.all(ref[:3] > 0.0) and np.all(ref[3] == 0.0)  # in contact (0.1-4.6 ramp widths) in the three
+    np.testing.assert_array_equal(got, ref)

@@ -8,6 +8,7 @@ most 6e-14 in the observation; 64 worlds within 5e-14 in positions over 60 steps
 another host's LAPACK.
 """
 
+import numba
 import numpy as np
 import pytest
 
@@ -34,6 +35,17 @@ def _stack(num_worlds):
     return scene, actors
 
 
+# Kernel-only helpers (no Python wrapper of their own), called from the tests through these shims.
+@numba.njit(cache=False)
+def _solve_system(a, b, sol, n, work, perm):
+    return newton_kernels._solve_system(a, b, sol, n, work, perm)
+
+
+@numba.njit(cache=False)
+def _min_norm_solve(a, b, sol, n):
+    newton_kernels.min_norm_solve(a, b, sol, n)
+
+
 def _kick(actors, world, scene_world=None):
     """A different start per world: world ``world``'s velocities, written into ``scene_world`` (default: same)."""
     rng = np.random.default_rng(world)
@@ -51,7 +63,7 @@ def test_lu_solve_matches_numpy_and_singular_systems_get_min_norm():
             a = rng.normal(size=(n, n))
             a = a @ a.T + 0.1 * np.eye(n)  # SPD, as a projected Hessian
             b = rng.normal(size=n)
-            assert newton_kernels._solve_system(a, b, sol, n, work, perm)
+            assert _solve_system(a, b, sol, n, work, perm)
             # Backward-stable LU: relative error ~ cond(a) * eps.
             cond = np.linalg.cond(a)
             ref = np.linalg.solve(a, b)
@@ -59,10 +71,10 @@ def test_lu_solve_matches_numpy_and_singular_systems_get_min_norm():
     # An exactly singular block (a projected zero-eigenvalue direction): the minimum-norm least-squares solution.
     a = np.diag([2.0, 0.0, 1.0, 4.0, 1.0, 1.0])
     b = np.array([2.0, 3.0, 1.0, 4.0, 1.0, 1.0])
-    assert newton_kernels._solve_system(a, b, sol, 6, work, perm)
+    assert _solve_system(a, b, sol, 6, work, perm)
     np.testing.assert_allclose(sol[:6], [1.0, 0.0, 1.0, 1.0, 1.0, 1.0], atol=1e-15)
     a[0, 0] = np.nan
-    assert not newton_kernels._solve_system(a, b, sol, 6, work, perm)
+    assert not _solve_system(a, b, sol, 6, work, perm)
 
 
 def test_min_norm_solve_matches_numpy_lstsq_on_rank_deficient_systems():
@@ -76,7 +88,7 @@ def test_min_norm_solve_matches_numpy_lstsq_on_rank_deficient_systems():
                 a = basis @ (basis.T if symmetric else rng.normal(size=(rank, n)))
                 a *= 10.0 ** rng.uniform(-3, 3)
                 b = rng.normal(size=n)
-                newton_kernels.min_norm_solve(a, b, sol, n)
+                _min_norm_solve(a, b, sol, n)
                 ref = np.linalg.lstsq(a, b, rcond=None)[0]
                 s = np.linalg.svd(a, compute_uv=False)
                 k = s[0] / s[rank - 1]
@@ -169,3 +181,37 @@ def test_push_env_on_the_compiled_newton_follows_the_numpy_one():
             pipeline.COMPILED_NEWTON = False
     # float32 observations; bit-identical on the development host, round-off elsewhere.
     np.testing.assert_allclose(obs[True], obs[False], rtol=0, atol=1e-6)
+
+
+def test_a_kernel_called_by_address_computes_as_called_by_name_and_wrong_types_fail_to_compile():
+    """jit.address_call, the way newton_stage calls the potential kernels: the same result as the direct call,
+    and a call whose argument types differ from the declared signature is refused when the caller compiles
+    (machine code compiled for other types would read the arguments wrongly)."""
+    import numba
+    from numba import types
+
+    from superdex_gym.sim.jit import address_call, kernel, wrapper_address
+
+    @kernel(cache=False)
+    def scaled_sum(x, scale, out):
+        for i in range(x.shape[0]):
+            out[i] += scale * x[i]
+        return x.shape[0]
+
+    signature = types.int64(types.float64[::1], types.float64, types.float64[::1])
+    call = address_call(scaled_sum, signature)
+
+    @numba.njit(cache=False)
+    def caller(address, x, out):
+        return call(address, x, 2.0, out) + call(address, x, 0.5, out)
+
+    x, out = np.array([1.0, -3.0, 0.25]), np.zeros(3)
+    address = wrapper_address(scaled_sum, signature)
+    assert address > 0
+    assert caller(np.int64(address), x, out) == 6
+    np.testing.assert_array_equal(out, 2.5 * x)
+    expected = np.zeros(3)
+    scaled_sum(x, 2.5, expected)
+    np.testing.assert_array_equal(out, expected)
+    with pytest.raises(numba.core.errors.TypingError, match="scaled_sum called by address"):
+        caller(np.int64(address), x.astype(np.float32), out)

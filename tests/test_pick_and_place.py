@@ -17,7 +17,7 @@ def test_grasp_figures_over_100_seeded_picks():
     # The issue's targets: >= 98 held, slip and wander < 1 mm, >= 95% converged (docs/environments.md, Grasping).
     # Seeds 0-2 held 293/300 (97.7%); another platform's round-off re-draws the marginal picks, and a 97.7% grasp
     # holds fewer than 94 of 100 with probability < 1% (binomial), so 94 is the bar here, not the target.
-    r = measure_picks(100, seed=0)
+    r = measure_picks(100, seed=0, cost_repeats=0)  # the cost is wall-clock: measured by the command, not here
     assert r["held"] >= 94
     assert r["slip_max_mm"] < 1.0 and r["wander_max_mm"] < 1.0
     assert r["hold_converged_share"] >= 0.95
@@ -62,3 +62,55 @@ def test_blocked_fingers_keep_push_contact_and_kwargs_are_checked():
         gym.make(PP, goal_in_air_prob=1.5)
     with pytest.raises(ValueError, match="drive force cap"):
         gym.make(PP, gripper_max_force=None)
+
+
+def _pick(yaws, refinement, steps=28):
+    """The grasp script's first ``steps`` control steps (approach, descend, close, lift) on cubes with ``yaws``
+    (deg), one world each, in one batch; returns every dynamic body's pose (W, bodies, 12) and the worlds'
+    refined substeps."""
+    from superdex_gym.envs import ENVS
+    from superdex_gym.envs.core.env import make_worlds
+    from superdex_gym.grasp import _controller
+
+    row = ENVS[PP]
+    n = len(yaws)
+    worlds = make_worlds(n, row.robot, row.task, {**dict(row.kwargs), "substep_refinement": refinement})
+    scene, task, robot = worlds.scene, worlds.task, worlds.robot
+    worlds.reset_worlds(np.arange(n), [np.random.default_rng(k) for k in range(n)])
+    yaw = np.radians(yaws)
+    start = np.tile([0.15, 0.05, task.half], (n, 1))
+    quat = np.column_stack([np.zeros((n, 2)), np.sin(yaw / 2), np.cos(yaw / 2)])
+    task.place_objects(scene, start[:, None], quat[:, None], np.arange(n))
+    refined = np.zeros(n, dtype=np.int64)
+    for step in range(steps):
+        grip, _ = robot.grip_point()
+        cube = scene.get_actor_translations([task.cube])[:, 0]
+        worlds.apply_actions(_controller(grip, cube, start, np.zeros((n, 3)), step))
+        refined += worlds.physics["refined_substeps"]
+    position, rotation = scene.get_actor_poses(worlds._dynamic)
+    return np.concatenate([position.reshape(n, -1), rotation.reshape(n, -1)], axis=1), refined
+
+
+def test_substep_refinement_redoes_stopped_substeps_per_world_bit_for_bit():
+    """A world whose substep stopped at Newton's cap is redone as two halves, that world only: a batch with a
+    yawed squeeze (it stops) and an aligned one equals each world alone, bit for bit; refinement 0 is the plain
+    step, and only the refined world's path differs from it."""
+    yaws = [40.0, 0.0]
+    poses, refined = _pick(yaws, 2)
+    # measured 25 / 0: the yawed cube snapping straight between the fingers stops Newton, the aligned one never
+    assert refined[0] > 0 and refined[1] == 0
+    for k, yaw in enumerate(yaws):
+        alone, alone_refined = _pick([yaw], 2)
+        assert alone_refined[0] == refined[k]
+        np.testing.assert_array_equal(alone[0], poses[k])
+    plain, plain_refined = _pick(yaws, 0)
+    assert not plain_refined.any()
+    np.testing.assert_array_equal(plain[1], poses[1])
+    assert np.abs(plain[0] - poses[0]).max() > 0
+
+
+def test_substep_refinement_is_checked():
+    with pytest.raises(ValueError, match="substep_refinement"):
+        gym.make(PP, substep_refinement=5)
+    with pytest.raises(ValueError, match="substep_refinement"):
+        gym.make(PP, substep_refinement=1.0)

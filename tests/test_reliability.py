@@ -14,8 +14,8 @@ import superdex_gym.sim as mochi
 from superdex_gym.envs import ENV_IDS
 from superdex_gym.soak import StaticGeometry
 
-PHYSICS_KEYS = {"solver_status": int, "stopped_substeps": int, "diverged_substeps": int, "tunnelling_ratio": float,
-                "physics_diverged": bool}
+PHYSICS_KEYS = {"solver_status": int, "stopped_substeps": int, "diverged_substeps": int, "refined_substeps": int,
+                "tunnelling_ratio": float, "physics_diverged": bool}
 
 # The two sequences of issue 16: (make kwargs, reset object_pose, actions).
 LAUNCHES = {

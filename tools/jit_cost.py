@@ -9,6 +9,7 @@ docs/engine.md ("Solver paths") and docs/benchmark_history.md hold the figures i
 """
 
 import argparse
+import resource
 import time
 
 T_START = time.perf_counter()
@@ -74,6 +75,9 @@ def main(argv=None) -> int:
     scene.step(0.01)
     parts["loads"] = time.perf_counter() - t
     parts["total"] = time.perf_counter() - T_START
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    # CPU seconds of this process: on a shared machine they vary less with the load than wall-clock does.
+    parts["process CPU"] = usage.ru_utime + usage.ru_stime
 
     print(f"solver path: Push-v0 {env.unwrapped.worlds.scene.solver_path()!r}, loads {scene.solver_path()!r}")
     print("  ".join(f"{k} {v:.2f} s" for k, v in parts.items()))

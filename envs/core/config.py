@@ -25,6 +25,7 @@ V_MAX = 10.0  # m/s, bound of every linear velocity in an observation (clipped t
 # (the thinnest static collider; docs/reliability.md)
 MAX_PHYSICS_DT = 0.02
 MAX_SUBSTEPS = 50  # each substep is one engine call of ~5-20 ms: more makes one step() take seconds
+MAX_SUBSTEP_REFINEMENT = 4  # a stopped substep split 2^4 ways is already shorter than any contact event here
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,9 @@ class WorldConfig:
     # A world that stops at the iteration cap keeps its lowest-energy iterate, not the last one, which launched
     # cubes at 26-29 m/s (docs/reliability.md)
     solver_best_iterate_on_stop: bool = True
+    # Nesting depth of redoing a world's STOPPED substep as two half substeps: a squeeze that snaps a yawed cube
+    # straight stops Newton at its cap and can leave a finger inside the cube (docs/environments.md, Grasping)
+    substep_refinement: int = 0
 
     @property
     def control_dt(self) -> float:
@@ -58,6 +62,8 @@ class WorldConfig:
         as_int(self.solver_max_iter, "solver_max_iter", 1, 100, "each iteration is a full potential evaluation")
         as_int(self.solver_line_search_max_iter, "solver_line_search_max_iter", 1, 20,
                "each try is a full potential evaluation")
+        as_int(self.substep_refinement, "substep_refinement", 0, MAX_SUBSTEP_REFINEMENT,
+               "each level can triple the cost of a substep that stops")
         if not isinstance(self.solver_initial_guess, mochi.InitialGuess):
             raise TypeError(f"solver_initial_guess must be an InitialGuess, got {self.solver_initial_guess!r}")
         return self
@@ -77,13 +83,16 @@ class WorldConfig:
 
 def world_config(physics_dt=0.02, substeps=2, solver_abs_tol=1e-2, solver_max_iter=8,
                  solver_initial_guess="CONSTANT_VELOCITY_AND_TARGETS", solver_line_search_max_iter=2,
-                 solver_best_iterate_on_stop=True) -> WorldConfig:
+                 solver_best_iterate_on_stop=True, substep_refinement=0) -> WorldConfig:
     """The physics and solver ``gym.make`` kwargs as a validated `WorldConfig`.
 
     ``solver_initial_guess``: an ``InitialGuess`` or its name; ``"LATEST_SOLUTION"`` is the reference's.
     ``solver_line_search_max_iter``: line-search tries per Newton iteration (the engine's default is 4).
     ``solver_best_iterate_on_stop``: a solve stopped at its cap keeps its lowest-energy iterate (False: the last,
-    as the reference engine does)."""
+    as the reference engine does).
+    ``substep_refinement``: a substep whose Newton solve stopped at its iteration cap is redone, in that world only,
+    as two half substeps (the drive targets halfway), nested up to this many times; 0: never (the engine's step as
+    it is). Worlds stay independent: W worlds together equal the same worlds stepped alone, bit for bit."""
     if isinstance(solver_initial_guess, str):
         try:
             solver_initial_guess = mochi.InitialGuess[solver_initial_guess.upper()]
@@ -94,7 +103,8 @@ def world_config(physics_dt=0.02, substeps=2, solver_abs_tol=1e-2, solver_max_it
                        solver_max_iter=solver_max_iter, solver_initial_guess=solver_initial_guess,
                        solver_line_search_max_iter=solver_line_search_max_iter,
                        solver_best_iterate_on_stop=as_bool(solver_best_iterate_on_stop,
-                                                           "solver_best_iterate_on_stop")).validate()
+                                                           "solver_best_iterate_on_stop"),
+                       substep_refinement=substep_refinement).validate()
 
 
 def split_kwargs(kwargs: dict, *factories) -> list[dict]:

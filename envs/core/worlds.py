@@ -103,24 +103,50 @@ class RobotTaskWorlds:
             bad = np.argwhere(~np.isfinite(actions))[0]
             raise ValueError(f"action contains NaN or inf (world {bad[0]}, component {bad[1]}); nothing was stepped")
         self.robot.begin_action(actions)
-        n = self.config.substeps
+        n, dt = self.config.substeps, self.config.physics_dt
         report = physics_report(self.num_worlds)
         for j in range(1, n + 1):
-            self.robot.drive(j / n)
-            self._guarded_step(report)
+            merge_reports(report, self._refined_step(dt, (j - 1) / n, j / n, self.config.substep_refinement))
         self.robot.end_action()
         self.physics = report
 
-    def _guarded_step(self, report: dict) -> None:
+    def _refined_step(self, dt: float, start: float, end: float, splits: int) -> dict:
+        """One guarded substep of ``dt`` with the drive targets at ``end`` of the control step; a world whose
+        Newton solve stopped at its cap is then redone from the substep's start as two guarded half substeps
+        (targets at the midpoint, then at ``end``), nested ``splits`` times. The other worlds keep their one
+        substep, so every world's result depends on that world alone. Returns the substep's `physics_report`."""
+        before = self.scene.snapshot() if splits else None
+        self.robot.drive(end)
+        record = physics_report(self.num_worlds)
+        self._guarded_step(record, dt, before)
+        refine = np.flatnonzero(record["stopped_substeps"] > 0) if splits else ()
+        if len(refine) == 0:
+            return record
+        after = self.scene.snapshot()
+        self.scene.restore_snapshot(before, worlds=refine)
+        middle = 0.5 * (start + end)
+        halves = physics_report(self.num_worlds)
+        merge_reports(halves, self._refined_step(0.5 * dt, start, middle, splits - 1))
+        merge_reports(halves, self._refined_step(0.5 * dt, middle, end, splits - 1))
+        keep = np.setdiff1d(np.arange(self.num_worlds), refine)
+        if keep.size:
+            self.scene.restore_snapshot(after, worlds=keep)
+        halves["refined_substeps"][refine] += 1
+        for key, value in record.items():
+            value[refine] = halves[key][refine]
+        return record
+
+    def _guarded_step(self, report: dict, dt: float, before=None) -> None:
         """One engine step; a world whose step moved a body past the middle of a static collider (tunnelling ratio
         >= 1, sim/tunnelling.py) or left one faster than the task's escape speed (it could clear the walls) is put
         back where the step started, so nothing passes through or over a wall, the table or the floor. Statuses,
-        ratios and undone steps are counted in ``report`` (the info keys of `physics_report`)."""
-        before = self.scene.snapshot()
+        ratios and undone steps are counted in ``report`` (the info keys of `physics_report`); ``before``: a
+        snapshot of the scene as it is, if the caller took one."""
+        before = self.scene.snapshot() if before is None else before
         with warnings.catch_warnings():  # reported per world in info instead
             warnings.filterwarnings("ignore", message="a step of .* moved a body", category=RuntimeWarning)
             warnings.filterwarnings("ignore", message="the Newton solve diverged", category=RuntimeWarning)
-            self.scene.step(self.config.physics_dt)
+            self.scene.step(dt)
         status = self.scene.get_world_status()
         ratio = self.scene.get_tunnelling_ratio()
         lin, _ = self.scene.get_actor_velocities(self._dynamic)
@@ -195,7 +221,9 @@ def physics_report(num_worlds: int) -> dict:
 
     * ``solver_status``: the worst ``ConvergenceStatus`` value of its substeps (1 CONVERGED, 2 STOPPED: Newton hit
       its iteration cap, 3 DIVERGED: the engine put the world's bodies back at the step start, at rest);
-    * ``stopped_substeps`` / ``diverged_substeps``: how many substeps ended STOPPED / DIVERGED;
+    * ``stopped_substeps`` / ``diverged_substeps``: how many substeps ended STOPPED / DIVERGED (a refined substep
+      counts its halves, ``substep_refinement``);
+    * ``refined_substeps``: how many substeps stopped and were redone as two halves (nested ones counted too);
     * ``tunnelling_ratio``: the largest of its substeps (sim/tunnelling.py); a substep reaching 1 is undone, and
       so is one that leaves a body faster than the task's escape speed;
     * ``physics_diverged``: a substep diverged or was undone: the step's physics cannot be trusted, and the env
@@ -204,5 +232,15 @@ def physics_report(num_worlds: int) -> dict:
     return {"solver_status": np.zeros(num_worlds, dtype=np.int64),
             "stopped_substeps": np.zeros(num_worlds, dtype=np.int64),
             "diverged_substeps": np.zeros(num_worlds, dtype=np.int64),
+            "refined_substeps": np.zeros(num_worlds, dtype=np.int64),
             "tunnelling_ratio": np.zeros(num_worlds),
             "physics_diverged": np.zeros(num_worlds, dtype=bool)}
+
+
+def merge_reports(report: dict, step: dict) -> None:
+    """Add one substep's `physics_report` ``step`` into ``report``: worst status, counts summed, largest ratio."""
+    report["solver_status"] = np.maximum(report["solver_status"], step["solver_status"])
+    for key in ("stopped_substeps", "diverged_substeps", "refined_substeps"):
+        report[key] += step[key]
+    report["tunnelling_ratio"] = np.maximum(report["tunnelling_ratio"], step["tunnelling_ratio"])
+    report["physics_diverged"] |= step["physics_diverged"]

@@ -50,6 +50,7 @@ import numpy as np
 
 from ..jit import kernel_array
 from ..kernels import contact as contact_kernels
+from ..kernels.depth import contact_depth
 from ..potentials.base import Coupling, Potential, PotentialTerms, StageContext
 from .params import ContactEvalConfig, ContactParams
 from .colliders import BoxCollider, PlaneCollider, SphereCollider, box_sdf_components, plane_sdf_components
@@ -475,6 +476,19 @@ class ContactPotential(Potential):
         past the penalty's blend region), 0 where none is in contact; no alignment gate, distances only."""
         com = np.asarray(com_position, dtype=np.float64)
         rot = np.asarray(rotation, dtype=np.float64)
+        num_worlds, n = com.shape[0], self.num_bodies
+        if self.uses_kernel:
+            depth = np.zeros((num_worlds, n))
+            samples, pairs, colliders = self._kernel_samples, self._kernel_pairs, self._kernel_colliders
+            contact_depth(samples.points, samples.start, samples.count, pairs.colliding, pairs.collider,
+                          pairs.collider_index, pairs.eps, pairs.delta, pairs.reach, pairs.sphere_center,
+                          pairs.sphere_radius, pairs.bound_is_half, pairs.bound_vector, pairs.bound_scalar,
+                          *colliders, kernel_array(com), kernel_array(rot), depth)
+            return depth
+        return self.penetration_depth_numpy(com, rot)
+
+    def penetration_depth_numpy(self, com: np.ndarray, rot: np.ndarray) -> np.ndarray:
+        """`penetration_depth` in numpy: the kernel's oracle, and the path outside its scope."""
         num_worlds, n = com.shape[0], self.num_bodies
         depth = np.zeros(num_worlds * n)
         state = self._flat_state(com, rot)

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import kernel
+from ..jit import inner_kernel, kernel
 from .so3 import so3_log
 
 _SERIES_ANGLE = 0.3  # rotation_log._SERIES_ANGLE: beta by its series below it
 
 
-@kernel
+@inner_kernel  # called from kernels only (the tests call it through a jitted shim)
 def log_inverse_jacobian(phi, out):
     """Jl^{-1}(phi) = 1 - K/2 + beta K^2, K = skew(phi), beta(t) = 1/t^2 - cot(t/2)/(2t) (series below 0.3)."""
     t2 = phi[0] * phi[0] + phi[1] * phi[1] + phi[2] * phi[2]

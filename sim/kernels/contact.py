@@ -193,6 +193,50 @@ def _add_jt_h_j(h, lever_a, lever_b, scale, out, work):
             out[m, k] += scale * (ja[0, m] * hj[0, k] + ja[1, m] * hj[1, k] + ja[2, m] * hj[2, k])
 
 
+@inner_kernel
+def _pair_in_reach(com, rot, w, a, b, p, cl, kind, p_sphere_center, p_sphere_radius, p_reach, p_bound_is_half,
+                   p_bound_vector, p_bound_scalar, c_center, c_rotation, c_half_extents, x, y):
+    """Broad phase of pair p in world w: the colliding body's sample sphere, centred in B's frame, against the
+    collider's bound (the exact SDF for boxes). Indexed element by element, without array views: every (world,
+    pair) passes here, and a view's reference counting cost ~0.7 us per pair, most of a world's contact time when
+    few pairs touch. ``x``, ``y`` (3,): scratch."""
+    for i in range(3):
+        x[i] = com[w, a, i] + ((rot[w, a, i, 0] * p_sphere_center[p, 0] + rot[w, a, i, 2]
+                                * p_sphere_center[p, 2]) + rot[w, a, i, 1] * p_sphere_center[p, 1]) - com[w, b, i]
+    for i in range(3):
+        y[i] = (rot[w, b, 0, i] * x[0] + rot[w, b, 1, i] * x[1]) + rot[w, b, 2, i] * x[2]
+    if kind == BOX:  # _sdf_of's BOX distance
+        d0, d1, d2 = y[0] - c_center[cl, 0], y[1] - c_center[cl, 1], y[2] - c_center[cl, 2]
+        l0 = (d0 * c_rotation[cl, 0, 0] + d1 * c_rotation[cl, 1, 0]) + d2 * c_rotation[cl, 2, 0]
+        l1 = (d0 * c_rotation[cl, 0, 1] + d1 * c_rotation[cl, 1, 1]) + d2 * c_rotation[cl, 2, 1]
+        l2 = (d0 * c_rotation[cl, 0, 2] + d1 * c_rotation[cl, 1, 2]) + d2 * c_rotation[cl, 2, 2]
+        q0 = abs(l0) - c_half_extents[cl, 0]
+        q1 = abs(l1) - c_half_extents[cl, 1]
+        q2 = abs(l2) - c_half_extents[cl, 2]
+        e0, e1, e2 = max(q0, 0.0), max(q1, 0.0), max(q2, 0.0)
+        lb = np.sqrt((e0 * e0 + e1 * e1) + e2 * e2) + min(max(max(q0, q1), q2), 0.0)
+    elif p_bound_is_half[p]:
+        lb = (y[0] * p_bound_vector[p, 0] + y[2] * p_bound_vector[p, 2]) + y[1] * p_bound_vector[p, 1] \
+            - p_bound_scalar[p]
+    else:
+        d0, d1, d2 = y[0] - p_bound_vector[p, 0], y[1] - p_bound_vector[p, 1], y[2] - p_bound_vector[p, 2]
+        lb = np.sqrt((d0 * d0 + d1 * d1) + d2 * d2) - p_bound_scalar[p]
+    return lb - p_sphere_radius[p] <= p_reach[p]
+
+
+@inner_kernel
+def _sample_in_frame(points, s, m_ab, t_ab, kind, bv, b_scalar, reach, y):
+    """Sample s of the colliding body in the collider's frame, y = M X + t (the oracle's grouping); False when a
+    grid collider's bounding sphere culls it, as the numpy broad phase does."""
+    xs0, xs1, xs2 = points[s, 0], points[s, 1], points[s, 2]
+    for i in range(3):
+        y[i] = ((m_ab[i, 0] * xs0 + m_ab[i, 2] * xs2) + m_ab[i, 1] * xs1) + t_ab[i]
+    if kind == GRID:
+        d0, d1, d2 = y[0] - bv[0], y[1] - bv[1], y[2] - bv[2]
+        return np.sqrt((d0 * d0 + d1 * d1) + d2 * d2) - b_scalar <= reach
+    return True
+
+
 @kernel
 def contact_terms(
         s_points, s_normals, s_weights, s_start, s_count, p_colliding, p_collider, p_collider_index, p_k, p_eps,
@@ -240,32 +284,9 @@ def contact_terms(
         for p in range(p_colliding.shape[0]):
             a, b, cl = p_colliding[p], p_collider[p], p_collider_index[p]
             kind = c_kind[cl]
-            # Broad phase: the sample sphere's centre in B's frame against the collider's bound (exact for boxes).
-            # Indexed element by element, without array views: every (world, pair) passes here, and a view's
-            # reference counting cost ~0.7 us per pair, most of a world's contact time when few pairs touch.
-            for i in range(3):
-                x[i] = com[w, a, i] + ((rot[w, a, i, 0] * p_sphere_center[p, 0] + rot[w, a, i, 2]
-                                        * p_sphere_center[p, 2]) + rot[w, a, i, 1] * p_sphere_center[p, 1]) \
-                    - com[w, b, i]
-            for i in range(3):
-                y[i] = (rot[w, b, 0, i] * x[0] + rot[w, b, 1, i] * x[1]) + rot[w, b, 2, i] * x[2]
-            if kind == BOX:  # _sdf_of's BOX distance
-                d0, d1, d2 = y[0] - c_center[cl, 0], y[1] - c_center[cl, 1], y[2] - c_center[cl, 2]
-                l0 = (d0 * c_rotation[cl, 0, 0] + d1 * c_rotation[cl, 1, 0]) + d2 * c_rotation[cl, 2, 0]
-                l1 = (d0 * c_rotation[cl, 0, 1] + d1 * c_rotation[cl, 1, 1]) + d2 * c_rotation[cl, 2, 1]
-                l2 = (d0 * c_rotation[cl, 0, 2] + d1 * c_rotation[cl, 1, 2]) + d2 * c_rotation[cl, 2, 2]
-                q0 = abs(l0) - c_half_extents[cl, 0]
-                q1 = abs(l1) - c_half_extents[cl, 1]
-                q2 = abs(l2) - c_half_extents[cl, 2]
-                e0, e1, e2 = max(q0, 0.0), max(q1, 0.0), max(q2, 0.0)
-                lb = np.sqrt((e0 * e0 + e1 * e1) + e2 * e2) + min(max(max(q0, q1), q2), 0.0)
-            elif p_bound_is_half[p]:
-                lb = (y[0] * p_bound_vector[p, 0] + y[2] * p_bound_vector[p, 2]) + y[1] * p_bound_vector[p, 1] \
-                    - p_bound_scalar[p]
-            else:
-                d0, d1, d2 = y[0] - p_bound_vector[p, 0], y[1] - p_bound_vector[p, 1], y[2] - p_bound_vector[p, 2]
-                lb = np.sqrt((d0 * d0 + d1 * d1) + d2 * d2) - p_bound_scalar[p]
-            if not (lb - p_sphere_radius[p] <= p_reach[p]):
+            if not _pair_in_reach(com, rot, w, a, b, p, cl, kind, p_sphere_center, p_sphere_radius, p_reach,
+                                  p_bound_is_half, p_bound_vector, p_bound_scalar, c_center, c_rotation,
+                                  c_half_extents, x, y):
                 continue
             ca, cb, ra, rb = com[w, a], com[w, b], rot[w, a], rot[w, b]
             delta = p_delta[p]
@@ -287,13 +308,9 @@ def contact_terms(
             width, slot, flip = p_falloff_vel[p] * stage_dt, p_slot[p], p_flip[p]
             s0 = s_start[a]
             for s in range(s0, s0 + s_count[a]):
+                if not _sample_in_frame(points, s, m_ab, t_ab, kind, bv, b_scalar, reach, y):
+                    continue
                 xs0, xs1, xs2 = points[s, 0], points[s, 1], points[s, 2]
-                for i in range(3):
-                    y[i] = ((m_ab[i, 0] * xs0 + m_ab[i, 2] * xs2) + m_ab[i, 1] * xs1) + t_ab[i]
-                if kind == GRID:  # per-sample cull by the grid's bounding sphere, as the numpy broad phase does
-                    d0, d1, d2 = y[0] - bv[0], y[1] - bv[1], y[2] - bv[2]
-                    if not (np.sqrt((d0 * d0 + d1 * d1) + d2 * d2) - b_scalar <= reach):
-                        continue
                 phi = _sdf_of(kind, y, grad, True, col_n, c_off, c_c, c_r, c_rot, c_e, g_values, g_start, g_dims,
                               g_min, g_max, g_cell)
                 if not (phi < delta):

@@ -10,9 +10,10 @@ exp(skew(-lam dx)) R, the norms of the stopping tests (sequential sums instead o
 minimum-norm solution of an exactly singular system (a one-sided Jacobi SVD instead of LAPACK's gelsd).
 
 Compile cost shapes this module (docs/engine.md, "Solver paths"): numba links every callee's LLVM IR into its
-caller and optimizes the result again, so helpers are small, called without array expressions or literal
-arguments (each literal type is one more specialization), and the helpers only kernels call have no Python
-wrappers (`inner_kernel`).
+caller and optimizes the result again, so the potential kernels are called by address (`jit.address_call`, the
+addresses from `callee_addresses`) and stay out of this module; the helpers are small, called without array
+expressions or literal arguments (each literal type is one more specialization), and the helpers only kernels
+call have no Python wrappers (`inner_kernel`).
 
 Which scenes take this path is decided in sim/newton_kernel.py (`plan`), once per step from the scene's
 composition, never by a run-time failure.
@@ -24,7 +25,9 @@ import math
 
 import numpy as np
 
-from ..jit import inner_kernel, kernel
+from numba import types
+
+from ..jit import address_call, inner_kernel, kernel, wrapper_address
 from .constraints import one_actor_compliance, point_pivot_values, rotation_pivot_values
 from .contact import contact_terms
 from .inertia import gravity, rotational_inertia, translational_inertia
@@ -75,7 +78,7 @@ def lu_solve(a, b, x, n, perm):
     return True
 
 
-@kernel
+@inner_kernel  # called from kernels only (the tests call it through a jitted shim)
 def _solve_system(mat, rhs, sol, n, work, perm):
     """sol = mat^-1 rhs for the n x n system (mat kept); the minimum-norm least-squares solution when the LU
     fails or is not finite and the system is (newton._batched_solve's rare path). False: no finite solution."""
@@ -103,7 +106,7 @@ def _solve_system(mat, rhs, sol, n, work, perm):
     return True
 
 
-@kernel
+@inner_kernel  # called from kernels only (the tests call it through a jitted shim)
 def min_norm_solve(mat, rhs, sol, n):
     """sol = the minimum-norm least-squares solution of mat[:n, :n] x = rhs[:n], as np.linalg.lstsq with its
     default rcond (singular values at or below eps n times the largest count as zero).
@@ -172,7 +175,7 @@ def min_norm_solve(mat, rhs, sol, n):
             sol[i] += coef * v[i, j]
 
 
-@inner_kernel
+@kernel(no_cpython_wrapper=True)  # called by address from newton_stage (its C wrapper), never from Python
 def _newton_direction(grad, hess, coupling, slot_a, slot_b, has_coupling, is_static, dyn_index, dx, dense, rhs,
                       sol, work, perm):
     """dx (N, 6) solving K dx = r over the dynamic bodies of one world (newton._solve): one 6x6 solve per body
@@ -189,85 +192,47 @@ def _newton_direction(grad, hess, coupling, slot_a, slot_b, has_coupling, is_sta
         for i in range(6):
             dx[n, i] = 0.0
     ok = True
-    if not coupled:
-        for d in range(num_dyn):
-            n = dyn_index[d]
-            for i in range(6):
-                rhs[i] = grad[n, i]
-            if not _solve_system(hess[n], rhs, sol, hess.shape[1], work, perm):
-                ok = False
-            for i in range(6):
-                dx[n, i] = sol[i]
-    else:
-        size = 6 * num_dyn
-        local = np.full(is_static.shape[0], -1, np.int64)
-        for d in range(num_dyn):
-            local[dyn_index[d]] = d
+    # One call site of the solve (numba links its IR, with the LU and the minimum-norm fallback, once per site):
+    # uncoupled, one 6x6 system per dynamic body; coupled, one dense 6D x 6D system.
+    size = 6 if not coupled else 6 * num_dyn
+    local = np.full(is_static.shape[0], -1, np.int64)
+    for d in range(num_dyn):
+        local[dyn_index[d]] = d
+    for system in range(num_dyn if not coupled else 1):
         for i in range(size):
             for j in range(size):
                 dense[i, j] = 0.0
         for d in range(num_dyn):
-            n = dyn_index[d]
-            for i in range(6):
-                rhs[6 * d + i] = grad[n, i]
-                for j in range(6):
-                    dense[6 * d + i, 6 * d + j] = hess[n, i, j]
-        for s in range(coupling.shape[0]):
-            la, lb = local[slot_a[s]], local[slot_b[s]]
-            if la < 0 or lb < 0:
+            if not coupled and d != system:
                 continue
+            n = dyn_index[d]
+            at = 0 if not coupled else 6 * d
             for i in range(6):
+                rhs[at + i] = grad[n, i]
                 for j in range(6):
-                    dense[6 * la + i, 6 * lb + j] += coupling[s, i, j]
-                    dense[6 * lb + j, 6 * la + i] += coupling[s, i, j]
-        ok = _solve_system(dense, rhs, sol, size, work, perm)
+                    dense[at + i, at + j] = hess[n, i, j]
+        if coupled:
+            for s in range(coupling.shape[0]):
+                la, lb = local[slot_a[s]], local[slot_b[s]]
+                if la < 0 or lb < 0:
+                    continue
+                for i in range(6):
+                    for j in range(6):
+                        dense[6 * la + i, 6 * lb + j] += coupling[s, i, j]
+                        dense[6 * lb + j, 6 * la + i] += coupling[s, i, j]
+        if not _solve_system(dense, rhs, sol, size, work, perm):
+            ok = False
         for d in range(num_dyn):
+            if not coupled and d != system:
+                continue
+            at = 0 if not coupled else 6 * d
             for i in range(6):
-                dx[dyn_index[d], i] = sol[6 * d + i]
+                dx[dyn_index[d], i] = sol[at + i]
     if not ok:
         for n in range(dx.shape[0]):
             for i in range(6):
                 dx[n, i] = 0.0
     return ok
-
-
-@inner_kernel
-def _exp_times(theta, rot, out):
-    """out = exp(skew(theta)) rot (lie.exp_so3 with its small-angle series)."""
-    x, y, z = theta[0], theta[1], theta[2]
-    angle_sq = (x * x + y * y) + z * z
-    angle = np.sqrt(angle_sq)
-    if angle < _SMALL_ANGLE:
-        ca = 1.0 - angle_sq / 6.0 + angle_sq * angle_sq / 120.0
-        cb = 0.5 - angle_sq / 24.0 + angle_sq * angle_sq / 720.0
-    else:
-        ca = np.sin(angle) / angle
-        cb = (1.0 - np.cos(angle)) / (angle * angle)
-    # K = [[0, -z, y], [z, 0, -x], [-y, x, 0]], K^2 = theta theta^T - |theta|^2 1
-    e00 = 1.0 + cb * (-(y * y) - z * z)
-    e11 = 1.0 + cb * (-(x * x) - z * z)
-    e22 = 1.0 + cb * (-(x * x) - y * y)
-    e01 = -ca * z + cb * (x * y)
-    e02 = ca * y + cb * (x * z)
-    e10 = ca * z + cb * (x * y)
-    e12 = -ca * x + cb * (y * z)
-    e20 = -ca * y + cb * (x * z)
-    e21 = ca * x + cb * (y * z)
-    for j in range(3):
-        r0, r1, r2 = rot[0, j], rot[1, j], rot[2, j]
-        out[0, j] = (e00 * r0 + e01 * r1) + e02 * r2
-        out[1, j] = (e10 * r0 + e11 * r1) + e12 * r2
-        out[2, j] = (e20 * r0 + e21 * r1) + e22 * r2
-
-
-@inner_kernel
-def _any_nonzero(x):
-    """Whether the (N, 6) ``x`` has a non-zero entry."""
-    for b in range(x.shape[0]):
-        for i in range(x.shape[1]):
-            if x[b, i] != 0.0:
-                return True
-    return False
 
 
 # The helpers below move whole buffers element by element: numba's slice assignment and in-place array operators
@@ -306,14 +271,6 @@ def _zero(e, g, h):
 
 
 @inner_kernel
-def _set_terms(total_e, total_g, total_h, e, g, h):
-    """total = terms: the first potential's terms are copied, as evaluate_potentials' sum starts."""
-    total_e[0] = e[0]
-    _copy(total_g, g)
-    _copy(total_h, h)
-
-
-@inner_kernel
 def _add_terms(total_e, total_g, total_h, e, g, h):
     """total += terms."""
     total_e[0] = total_e[0] + e[0]
@@ -321,15 +278,60 @@ def _add_terms(total_e, total_g, total_h, e, g, h):
     _accumulate(total_h, h)
 
 
-@inner_kernel
-def _add_gradient_terms(total_e, total_g, e, g):
-    """total += terms of a potential without a Hessian (gravity, DoF loads)."""
-    total_e[0] = total_e[0] + e[0]
-    _accumulate(total_g, g)
+# The kernels newton_stage calls by address, with their signatures as it calls them (C-contiguous writable arrays,
+# as jit.kernel_array makes them, so the numpy Newton's calls from Python reuse the same compiled potentials).
+_F1, _F2, _F3, _F4 = (types.Array(types.float64, d, "C") for d in (1, 2, 3, 4))
+_I1, _I2 = types.Array(types.int64, 1, "C"), types.Array(types.int64, 2, "C")
+_B1 = types.Array(types.boolean, 1, "C")
+_f8, _i8, _b = types.float64, types.int64, types.boolean
+_TERMS = (_F1, _F3, _F4)  # energy (W,), gradient (W, N, 6), Hessian (W, N, 6, 6) outputs
+_CONTACT_MODEL = (_F2, _F2, _F1, _I1, _I1,  # ContactSampleArrays
+                  _I1, _I1, _I1, _F1, _F1, _F1, _F1, _F1, _F1, _F1, _F1, _B1, _B1, _F1, _F2, _F1, _B1, _F2, _F1, _I1,
+                  _B1,  # ContactPairArrays
+                  _I1, _F2, _F2, _F3, _F1, _F2, _F1, _F1, _I1, _I2, _F2, _F2, _F2)  # ContactColliderArrays
+_BY_ADDRESS = (  # (kernel, signature), in the order of callee_addresses
+    (translational_inertia, types.none(_F1, _B1, _f8, _F3, _F3, _F3, _b, *_TERMS)),
+    (rotational_inertia, types.none(_F3, _B1, _f8, _F4, _F4, _F3, _F4, _b, _b, *_TERMS)),
+    (newton_euler_inertia, types.none(_F3, _B1, _f8, _F4, _F4, _F3, _b, *_TERMS)),
+    (gravity, types.none(_F1, _B1, _B1, _F2, _F3, _F1, _F3)),
+    (dof_loads, types.none(_B1, _F3, _F3, _F4, _F4, _F1, _F3)),
+    (offset_forces, types.none(_B1, _F4, _F3, _F3, _F4, _b, _b, *_TERMS)),
+    (contact_terms, _b(*_CONTACT_MODEL, _F3, _F4, _F3, _F4, _f8, _i8, _b, _b, _b, _b, *_TERMS, _F4)),
+    (point_pivot_values, types.none(_F3, _F4, _I1, _I1, _F2, _F3, _b, _F3, _F4)),
+    (rotation_pivot_values, types.none(_F4, _I1, _I1, _F3, _F4, _b, _F3, _F4)),
+    (one_actor_compliance, types.none(_F3, _F3, _F4, _I1, _F1, _F1, _F1, _b, _b, *_TERMS)),
+    (_newton_direction, _b(_F2, _F3, _F3, _I1, _I1, _b, _B1, _I1, _F2, _F2, _F1, _F1, _F2, _I1)),
+)
+(_call_translational_inertia, _call_rotational_inertia, _call_newton_euler_inertia, _call_gravity, _call_dof_loads,
+ _call_offset_forces, _call_contact_terms, _call_point_pivot_values, _call_rotation_pivot_values,
+ _call_one_actor_compliance, _call_newton_direction) = (address_call(fn, sig) for fn, sig in _BY_ADDRESS)
+(_TRANSLATIONAL, _ROTATIONAL, _NEWTON_EULER, _GRAVITY, _DOF_LOADS, _OFFSET_FORCES, _CONTACT, _POINT_PIVOTS,
+ _ROTATION_PIVOTS, _COMPLIANCE, _DIRECTION) = range(len(_BY_ADDRESS))
+_addresses = np.zeros(len(_BY_ADDRESS), dtype=np.int64)  # 0 until a stage first needs the kernel
 
 
-@kernel
+def callee_addresses(newton_euler, loads, offset_forces, contact, point_pivots, rotation_pivots) -> np.ndarray:
+    """The addresses of the kernels newton_stage calls by address (int64, `_BY_ADDRESS` order), for a stage with
+    these optional terms. A kernel is compiled (or loaded from the cache) when a stage first needs it, so a scene
+    compiles only the potential kernels it uses; the others stay 0, and newton_stage calls each optional kernel
+    only under the flag that made it needed here (its any_newton_euler, any_load, has_offset_forces, has_contact,
+    pp_count, pr_count)."""
+    needed = [_TRANSLATIONAL, _ROTATIONAL, _GRAVITY, _DIRECTION]
+    for flag, indices in ((newton_euler, (_NEWTON_EULER,)), (loads, (_DOF_LOADS,)), (offset_forces, (_OFFSET_FORCES,)),
+                          (contact, (_CONTACT,)), (point_pivots, (_POINT_PIVOTS, _COMPLIANCE)),
+                          (rotation_pivots, (_ROTATION_PIVOTS, _COMPLIANCE))):
+        if flag:
+            needed.extend(indices)
+    for index in needed:
+        if _addresses[index] == 0:
+            _addresses[index] = wrapper_address(*_BY_ADDRESS[index])
+    return _addresses
+
+
+@kernel(no_cfunc_wrapper=True)  # called from Python only: no C-callable wrapper to build
 def newton_stage(
+        # the addresses of the kernels called by address (callee_addresses())
+        addresses,
         # bodies (model.bodies.kernel_arrays) and the flags of the optional core potentials
         mass, second_moment, is_static, has_gravity, rot_active, inertia, ne_active, any_newton_euler, dyn_index,
         # stage context, leading axis W (the group's worlds)
@@ -406,9 +408,14 @@ def newton_stage(
         _copy(v0[0], vel0[w])
         _copy(om0[0], omega0[w])
         _copy(s0[0], sym0[w])
-        _copy(grav[0], gravity_w[w])
+        for i in range(3):  # not _copy: its one-dimensional specialization would be one more compile
+            grav[0, i] = gravity_w[w, i]
         _copy(load[0], external_force[w])
-        any_load = _any_nonzero(load[0])
+        any_load = False
+        for b in range(n):
+            for i in range(6):
+                if load[0, b, i] != 0.0:
+                    any_load = True
         if has_offset_forces:
             _copy(off_f[0], offset_force[w])
         if pp_count:
@@ -418,8 +425,8 @@ def newton_stage(
         rows[0] = world_index[w]
         _copy(c_try[0], guess_c[w])
         _copy(r_try[0], guess_r[w])
-        # One evaluation point (each potential kernel is linked into this one once): the first pass evaluates the
-        # start iterate, every later pass a line-search trial.
+        # One evaluation point (one call site per potential kernel): the first pass evaluates the start iterate,
+        # every later pass a line-search trial.
         started = False
         stop_next = False
         best_energy = np.inf
@@ -436,59 +443,68 @@ def newton_stage(
         e_start = 0.0
         while True:
             # Every potential's terms at the trial iterate, summed in newton.evaluate_potentials' order (core
-            # potentials, then contact, then constraints), static rows zeroed. Written out at the loop's one
-            # evaluation point: as a helper kernel it was compiled and LLVM-optimized on its own and then again
-            # inside this one (9 s of the cold compile), and numba cannot inline a call of over 30 arguments.
+            # potentials, then contact, then constraints), static rows zeroed. Written out here rather than as a helper
+            # kernel of its own, which compiled its whole tree a second time (9 s of the cold compile).
             _zero(e_one, g_one, h_one)
-            translational_inertia(mass, is_static, stage_dt, c_try, c0, v0, hessian, e_one, g_one, h_one)
-            _set_terms(e_try, g_try, h_try, e_one, g_one, h_one)
+            _call_translational_inertia(addresses[_TRANSLATIONAL], mass, is_static, stage_dt, c_try, c0, v0, hessian,
+                                        e_one, g_one, h_one)
+            e_try[0] = e_one[0]  # the sum starts from the first potential's terms, as in evaluate_potentials
+            _copy(g_try[0], g_one[0])
+            _copy(h_try[0], h_one[0])
             _zero(e_one, g_one, h_one)
-            rotational_inertia(second_moment, rot_active, stage_dt, r_try, r0, om0, s0, hessian, psd_project, e_one,
-                               g_one, h_one)
+            _call_rotational_inertia(addresses[_ROTATIONAL], second_moment, rot_active, stage_dt, r_try, r0, om0, s0,
+                                     hessian, psd_project, e_one, g_one, h_one)
             _add_terms(e_try, g_try, h_try, e_one, g_one, h_one)
             if any_newton_euler:
                 _zero(e_one, g_one, h_one)
-                newton_euler_inertia(inertia, ne_active, stage_dt, r_try, r0, om0, hessian, e_one, g_one, h_one)
+                _call_newton_euler_inertia(addresses[_NEWTON_EULER], inertia, ne_active, stage_dt, r_try, r0, om0,
+                                           hessian, e_one, g_one, h_one)
                 _add_terms(e_try, g_try, h_try, e_one, g_one, h_one)
             e_one[0] = 0.0
             _fill_zero(g_one)
-            gravity(mass, is_static, has_gravity, grav, c_try, e_one, g_one)
-            _add_gradient_terms(e_try, g_try, e_one, g_one)
+            _call_gravity(addresses[_GRAVITY], mass, is_static, has_gravity, grav, c_try, e_one, g_one)
+            e_try[0] = e_try[0] + e_one[0]
+            _accumulate(g_try, g_one)
             if any_load:
                 e_one[0] = 0.0
                 _fill_zero(g_one)
-                dof_loads(is_static, load, c_try, r_try, r0, e_one, g_one)
-                _add_gradient_terms(e_try, g_try, e_one, g_one)
+                _call_dof_loads(addresses[_DOF_LOADS], is_static, load, c_try, r_try, r0, e_one, g_one)
+                e_try[0] = e_try[0] + e_one[0]
+                _accumulate(g_try, g_one)
             if has_offset_forces:
                 _zero(e_one, g_one, h_one)
-                offset_forces(is_static, off_f, offset_local, c_try, r_try, hessian, psd_project, e_one, g_one,
-                              h_one)
+                _call_offset_forces(addresses[_OFFSET_FORCES], is_static, off_f, offset_local, c_try, r_try, hessian,
+                                    psd_project, e_one, g_one, h_one)
                 _add_terms(e_try, g_try, h_try, e_one, g_one, h_one)
             _fill_zero(k_try)
             if has_contact:
                 blocks = k_try if k_try.shape[1] else no_blocks
                 _zero(e_one, g_one, h_one)
-                contact_terms(
-                    s_points, s_normals, s_weights, s_start, s_count, p_colliding, p_collider, p_collider_index, p_k,
-                    p_eps, p_delta, p_mu, p_c_t, p_c_n, p_falloff_vel, p_max_alignment, p_use_collider_normal,
-                    p_dissipative, p_reach, p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector,
-                    p_bound_scalar, p_slot, p_flip, c_kind, c_center, c_half_extents, c_rotation, c_radius, c_normal,
-                    c_offset, c_grid_values, c_grid_start, c_grid_dims, c_grid_min, c_grid_max, c_grid_cell, c_try,
-                    r_try, c0, r0, stage_dt, friction_model, fade_friction, implicit_normal_force, fitted_hessian,
-                    hessian, e_one, g_one, h_one, blocks)
+                _call_contact_terms(
+                    addresses[_CONTACT], s_points, s_normals, s_weights, s_start, s_count, p_colliding, p_collider,
+                    p_collider_index, p_k, p_eps, p_delta, p_mu, p_c_t, p_c_n, p_falloff_vel, p_max_alignment,
+                    p_use_collider_normal, p_dissipative, p_reach, p_sphere_center, p_sphere_radius, p_bound_is_half,
+                    p_bound_vector, p_bound_scalar, p_slot, p_flip, c_kind, c_center, c_half_extents, c_rotation,
+                    c_radius, c_normal, c_offset, c_grid_values, c_grid_start, c_grid_dims, c_grid_min, c_grid_max,
+                    c_grid_cell, c_try, r_try, c0, r0, stage_dt, friction_model, fade_friction, implicit_normal_force,
+                    fitted_hessian, hessian, e_one, g_one, h_one, blocks)
                 _add_terms(e_try, g_try, h_try, e_one, g_one, h_one)
             if has_constraints:
                 _zero(e_one, g_one, h_one)
-                for step in range(2):
+                for step in range(2):  # each set as ConstraintSet._evaluate_kernel: values and Jacobians, terms
                     kind = pivot_order if step == 0 else 1 - pivot_order
-                    if kind == 0:
-                        _point_pivots(c_try, r_try, pp_count, pp_actors, rows, pp_arm, pp_target, pp_gold,
-                                      pp_stiffness, pp_damp, pp_saturation, pp_damped, pp_g, pp_jac, hessian, e_one,
-                                      g_one, h_one)
-                    else:
-                        _rotation_pivots(r_try, pr_count, pr_actors, rows, pr_local_rotation, pr_target, pr_gold,
-                                         pr_stiffness, pr_damp, pr_saturation, pr_damped, pr_g, pr_jac, hessian, e_one,
-                                         g_one, h_one)
+                    if kind == 0 and pp_count:
+                        _call_point_pivot_values(addresses[_POINT_PIVOTS], c_try, r_try, pp_actors, rows, pp_arm,
+                                                 pp_target, hessian, pp_g, pp_jac)
+                        _call_one_actor_compliance(addresses[_COMPLIANCE], pp_g, pp_gold if pp_damped else pp_g,
+                                                   pp_jac, pp_actors, pp_stiffness, pp_damp, pp_saturation, pp_damped,
+                                                   hessian, e_one, g_one, h_one)
+                    elif kind == 1 and pr_count:
+                        _call_rotation_pivot_values(addresses[_ROTATION_PIVOTS], r_try, pr_actors, rows,
+                                                    pr_local_rotation, pr_target, hessian, pr_g, pr_jac)
+                        _call_one_actor_compliance(addresses[_COMPLIANCE], pr_g, pr_gold if pr_damped else pr_g,
+                                                   pr_jac, pr_actors, pr_stiffness, pr_damp, pr_saturation, pr_damped,
+                                                   hessian, e_one, g_one, h_one)
                 _add_terms(e_try, g_try, h_try, e_one, g_one, h_one)
             for b in range(is_static.shape[0]):
                 if is_static[b]:
@@ -528,7 +544,6 @@ def newton_stage(
             _copy(h_tot[0], h_try[0])
             _copy(k_tot[0], k_try[0])
             if it == 0:
-                _actor_residuals(g_tot[0], is_static, force_weight, torque_weight[w], rho0)
                 norm0 = _norm(g_tot[0])
             # Newton iteration ``it``: best iterate, finishing status, direction, step test, line search start.
             if best_iterate_on_stop and e_tot[0] < best_energy:
@@ -561,8 +576,8 @@ def newton_stage(
                     _copy(out_r[w], r[0])
                     _copy(out_grad[w], g_tot[0])
                 break
-            ok = _newton_direction(g_tot[0], h_tot[0], k_tot[0], slot_a, slot_b, num_slots > 0, is_static,
-                                   dyn_index, dx, dense, rhs, sol, work, perm)
+            ok = _call_newton_direction(addresses[_DIRECTION], g_tot[0], h_tot[0], k_tot[0], slot_a, slot_b,
+                                        num_slots > 0, is_static, dyn_index, dx, dense, rhs, sol, work, perm)
             if not ok:
                 st = DIVERGED
                 _copy(out_c[w], c[0])
@@ -602,17 +617,38 @@ def newton_stage(
 
 @inner_kernel
 def _trial(c, r, dx, lam, dyn_index, c_try, r_try):
-    """The iterate x (+) (-lam dx) on the dynamic bodies (newton._apply)."""
+    """The iterate x (+) (-lam dx) on the dynamic bodies (newton._apply): c - lam dx_c and exp(skew(theta)) R with
+    theta = -lam dx_R (lie.exp_so3 with its small-angle series), written out here (one helper less to compile)."""
     _copy(c_try[0], c[0])
     _copy(r_try[0], r[0])
-    theta = np.empty(3)
     for d in range(dyn_index.shape[0]):
         b = dyn_index[d]
         for i in range(3):
             c_try[0, b, i] = c[0, b, i] + (-lam * dx[b, i])
-        for i in range(3):
-            theta[i] = -lam * dx[b, 3 + i]
-        _exp_times(theta, r[0, b], r_try[0, b])
+        x, y, z = -lam * dx[b, 3], -lam * dx[b, 4], -lam * dx[b, 5]
+        angle_sq = (x * x + y * y) + z * z
+        angle = np.sqrt(angle_sq)
+        if angle < _SMALL_ANGLE:
+            ca = 1.0 - angle_sq / 6.0 + angle_sq * angle_sq / 120.0
+            cb = 0.5 - angle_sq / 24.0 + angle_sq * angle_sq / 720.0
+        else:
+            ca = np.sin(angle) / angle
+            cb = (1.0 - np.cos(angle)) / (angle * angle)
+        # K = [[0, -z, y], [z, 0, -x], [-y, x, 0]], K^2 = theta theta^T - |theta|^2 1
+        e00 = 1.0 + cb * (-(y * y) - z * z)
+        e11 = 1.0 + cb * (-(x * x) - z * z)
+        e22 = 1.0 + cb * (-(x * x) - y * y)
+        e01 = -ca * z + cb * (x * y)
+        e02 = ca * y + cb * (x * z)
+        e10 = ca * z + cb * (x * y)
+        e12 = -ca * x + cb * (y * z)
+        e20 = -ca * y + cb * (x * z)
+        e21 = ca * x + cb * (y * z)
+        for j in range(3):
+            r0, r1, r2 = r[0, b, 0, j], r[0, b, 1, j], r[0, b, 2, j]
+            r_try[0, b, 0, j] = (e00 * r0 + e01 * r1) + e02 * r2
+            r_try[0, b, 1, j] = (e10 * r0 + e11 * r1) + e12 * r2
+            r_try[0, b, 2, j] = (e20 * r0 + e21 * r1) + e22 * r2
 
 
 @inner_kernel
@@ -625,52 +661,27 @@ def _norm(g):
 
 
 @inner_kernel
-def _actor_residuals(g, is_static, force_weight, torque_weight, out):
-    """rho_a = sqrt(w_f |f_a|^2 + sum_j w_tj tau_aj^2) per actor (newton._actor_residuals), 0 on static rows."""
-    for b in range(g.shape[0]):
-        if is_static[b]:
-            out[b] = 0.0
-            continue
-        f2 = (g[b, 0] * g[b, 0] + g[b, 1] * g[b, 1]) + g[b, 2] * g[b, 2]
-        t2 = (torque_weight[b, 0] * (g[b, 3] * g[b, 3]) + torque_weight[b, 1] * (g[b, 4] * g[b, 4])) \
-            + torque_weight[b, 2] * (g[b, 5] * g[b, 5])
-        out[b] = np.sqrt(force_weight[b] * f2 + t2)
-
-
-@inner_kernel
 def _converged(g, it, global_convergence, abs_tol, rel_tol, norm0, rho0, is_static, force_weight, torque_weight):
+    """The stopping test of newton._converged on the gradient g (N, 6). Per-actor mode: rho_a = sqrt(w_f |f_a|^2 +
+    sum_j w_tj tau_aj^2) (newton._actor_residuals) against abs_tol or rel_tol rho0_a; at iteration 0 it stores
+    them into rho0 (N,) (0 on static rows), which later iterations compare with."""
     if global_convergence:
         nrm = _norm(g)
         return nrm <= abs_tol or (it > 0 and nrm <= rel_tol * norm0)
+    converged = True
     for b in range(g.shape[0]):
         if is_static[b]:
+            if it == 0:
+                rho0[b] = 0.0
             continue
         f2 = (g[b, 0] * g[b, 0] + g[b, 1] * g[b, 1]) + g[b, 2] * g[b, 2]
         t2 = (torque_weight[b, 0] * (g[b, 3] * g[b, 3]) + torque_weight[b, 1] * (g[b, 4] * g[b, 4])) \
             + torque_weight[b, 2] * (g[b, 5] * g[b, 5])
         rho = np.sqrt(force_weight[b] * f2 + t2)
+        if it == 0:
+            rho0[b] = rho
         if not (rho <= abs_tol or (it > 0 and rho <= rel_tol * rho0[b])):
-            return False
-    return True
-
-
-@inner_kernel
-def _point_pivots(c, r, count, actors, world_rows, arm, target, g_old, stiffness, damp, saturation, damped, g, jac,
-                  hessian, e, grad, hess):
-    """Add the RigidPivotPosition set's compliant terms (ConstraintSet._evaluate_kernel) into e, grad, hess."""
-    if count == 0:
-        return
-    point_pivot_values(c, r, actors, world_rows, arm, target, hessian, g, jac)
-    previous = g_old if damped else g
-    one_actor_compliance(g, previous, jac, actors, stiffness, damp, saturation, damped, hessian, e, grad, hess)
-
-
-@inner_kernel
-def _rotation_pivots(r, count, actors, world_rows, local_rotation, target, g_old, stiffness, damp, saturation,
-                     damped, g, jac, hessian, e, grad, hess):
-    """Add the RigidPivotRotation set's compliant terms (ConstraintSet._evaluate_kernel) into e, grad, hess."""
-    if count == 0:
-        return
-    rotation_pivot_values(r, actors, world_rows, local_rotation, target, hessian, g, jac)
-    previous = g_old if damped else g
-    one_actor_compliance(g, previous, jac, actors, stiffness, damp, saturation, damped, hessian, e, grad, hess)
+            if it > 0:
+                return False
+            converged = False
+    return converged

@@ -141,15 +141,17 @@ def guess_outside(potentials, latest, predicted_c, guess_c, guess_r):
     ``GUESS_DEPTH_MARGIN`` ramp widths deeper than its latest pose starts with its latest rotation (its predicted
     translation kept): a yawed cube snapping straight between closing fingers at 10-30 rad/s is otherwise
     predicted with a corner ~20 ramp widths inside a finger, beyond 8 Newton iterations (docs/environments.md)."""
+    predicted = np.all(guess_c == predicted_c, axis=-1)
     deeper = None
     for pot in potentials:
         at_guess = pot.penetration_depth(guess_c, guess_r)
-        if at_guess is None or not (at_guess > GUESS_DEPTH_MARGIN).any():  # most stages: no second evaluation
+        # Most stages need no second evaluation; a squeezing finger on its drive target is deep but never moved.
+        if at_guess is None or not (predicted & (at_guess > GUESS_DEPTH_MARGIN)).any():
             continue
         at_latest = np.maximum(pot.penetration_depth(latest.com_position, latest.rotation), 0.0)
         step = at_guess > at_latest + GUESS_DEPTH_MARGIN
         deeper = step if deeper is None else deeper | step
     if deeper is None:
         return guess_r
-    deeper &= np.all(guess_c == predicted_c, axis=-1)
+    deeper &= predicted
     return np.where(deeper[..., None, None], latest.rotation, guess_r) if deeper.any() else guess_r
