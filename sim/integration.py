@@ -118,11 +118,11 @@ def effective_tableau(method: IntegrationMethod, num_history_available: int) -> 
 
 def combine_vectors(base: np.ndarray, coeffs, others) -> np.ndarray:
     """base + sum_j coeffs[j] (others[j] - base): the linear reconstruction (digest 3.3)."""
-    out = base.copy()
+    out = None  # base.copy() only when no coefficient is non-zero: `base + x` is already a new array
     for coef, other in zip(coeffs, others):
         if coef != 0.0:
-            out = out + coef * (other - base)
-    return out
+            out = (base if out is None else out) + coef * (other - base)
+    return base.copy() if out is None else out
 
 
 def combine_rotations(base: np.ndarray, coeffs, others) -> np.ndarray:

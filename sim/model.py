@@ -7,12 +7,15 @@ keeps its per-actor rows in the same order as the model.
 
 from __future__ import annotations
 
-import copy
 from collections import namedtuple
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
+
+from .jit import kernel_array
+from .kernels.step import torque_weights
+
 
 @dataclass(frozen=True)
 class Bodies:
@@ -32,10 +35,24 @@ class Bodies:
         return int(self.mass.shape[0])
 
     @cached_property
+    def static_rows(self) -> np.ndarray:
+        """(S,) int64 rows of the static actors, ascending."""
+        return np.flatnonzero(self.is_static)
+
+    @cached_property
+    def sqrt_inertia(self) -> np.ndarray:
+        """(N, 3, 3) principal square roots of the body-frame inertia, for the convergence weights (built once
+        per model: the step used to look them up by the inertia's bytes every substep)."""
+        return _sqrt_inertia(self.inertia)
+
+    @cached_property
+    def sqrt_mass(self) -> np.ndarray:
+        """(N,) sqrt(max(mass, 0)), the convergence weights' mass factor."""
+        return np.sqrt(np.maximum(self.mass, 0.0))
+
+    @cached_property
     def kernel_arrays(self) -> "BodyKernelArrays":
         """The arrays the kernels read, C-contiguous and writable (sim/jit.py), built once per model."""
-        from .jit import kernel_array
-
         return BodyKernelArrays(
             mass=kernel_array(self.mass),
             second_moment=kernel_array(self.second_moment),
@@ -77,19 +94,9 @@ def compile_bodies(records) -> Bodies:
     )
 
 
-_SQRT_INERTIA: dict = {}  # inertia bytes -> principal square roots (the last model's; inertia is per model)
-
-
 def _sqrt_inertia(inertia: np.ndarray) -> np.ndarray:
-    key = inertia.tobytes()
-    cached = _SQRT_INERTIA.get(key)
-    if cached is None:
-        vals, vecs = np.linalg.eigh(inertia)
-        cached = (vecs * np.sqrt(np.maximum(vals, 0.0))[:, None, :]) @ np.swapaxes(vecs, -1, -2)
-        if len(_SQRT_INERTIA) >= 8:
-            _SQRT_INERTIA.clear()
-        _SQRT_INERTIA[key] = cached
-    return cached
+    vals, vecs = np.linalg.eigh(inertia)
+    return (vecs * np.sqrt(np.maximum(vals, 0.0))[:, None, :]) @ np.swapaxes(vecs, -1, -2)
 
 
 def convergence_weights(bodies: Bodies, rotation: np.ndarray, gravity: np.ndarray):
@@ -103,15 +110,35 @@ def convergence_weights(bodies: Bodies, rotation: np.ndarray, gravity: np.ndarra
     Returns force_weight (N,) and torque_weight (W, N, 3), from the rotations (W, N, 3, 3) at step start.
     """
     a_ref = max(1.0, float(np.linalg.norm(gravity)))
-    mass = bodies.mass
-    force_scale = mass * a_ref
-    force_weight = np.where(force_scale > 0, 1.0 / np.where(force_scale > 0, force_scale, 1.0) ** 2, 1.0)
-    # sqrt(R I R^T) = R sqrt(I) R^T; sqrt(I) from the local eigen-decomposition (I is constant per body).
-    sqrt_local = _sqrt_inertia(bodies.inertia)
-    sqrt_world_diag = np.einsum("wnij,njk,wnik->wni", rotation, sqrt_local, rotation)
-    tau = a_ref * np.sqrt(np.maximum(mass, 0.0))[None, :, None] * sqrt_world_diag
+    # sqrt(R I R^T) = R sqrt(I) R^T; sqrt(I) from the local eigen-decomposition (I is constant per body). One
+    # kernel, bit for bit `convergence_weights_numpy`'s einsum and selections.
+    torque_weight = np.empty(rotation.shape[:-1])
+    torque_weights(kernel_array(rotation), kernel_array(bodies.sqrt_inertia), kernel_array(bodies.sqrt_mass), a_ref,
+                   torque_weight)
+    return _force_weight(bodies, a_ref), torque_weight
+
+
+def convergence_weights_numpy(bodies: Bodies, rotation: np.ndarray, gravity: np.ndarray):
+    """`convergence_weights` in numpy only (the oracle tests/test_step_kernels.py holds the kernel to)."""
+    a_ref = max(1.0, float(np.linalg.norm(gravity)))
+    sqrt_world_diag = np.einsum("wnij,njk,wnik->wni", rotation, bodies.sqrt_inertia, rotation)
+    tau = a_ref * bodies.sqrt_mass[None, :, None] * sqrt_world_diag
     torque_weight = np.where(tau > 0, 1.0 / np.where(tau > 0, tau, 1.0) ** 2, 1.0)
-    return force_weight, torque_weight
+    return _force_weight(bodies, a_ref), torque_weight
+
+
+def _force_weight(bodies: Bodies, a_ref: float) -> np.ndarray:
+    """(N,) 1/(m a_ref)^2, 1 where that scale is not positive; kept per model and a_ref (it depends on nothing
+    else, and the step asks for it every substep). Callers only read it."""
+    cache = bodies.__dict__.setdefault("_force_weight", {})  # frozen dataclass: the cache lives in its __dict__
+    weight = cache.get(a_ref)
+    if weight is None:
+        force_scale = bodies.mass * a_ref
+        weight = np.where(force_scale > 0, 1.0 / np.where(force_scale > 0, force_scale, 1.0) ** 2, 1.0)
+        if len(cache) >= 4:
+            cache.clear()
+        cache[a_ref] = weight
+    return weight
 
 
 @dataclass
@@ -124,15 +151,22 @@ class Kinematics:
     angular_velocity: np.ndarray  # (W, N, 3) rad/s, world omega
     velocity_sym: np.ndarray  # (W, N, 3, 3) 1/s, symmetric part S of the rotation finite difference
 
+    # The five fields written out: a generic walk over dataclasses.fields() cost more than the copies themselves
+    # (copy runs several times per step: the step's new history entry and every env substep's snapshot).
     def copy(self) -> "Kinematics":
-        return Kinematics(**{f.name: getattr(self, f.name).copy() for f in fields(self)})
+        return Kinematics(self.com_position.copy(), self.rotation.copy(), self.linear_velocity.copy(),
+                          self.angular_velocity.copy(), self.velocity_sym.copy())
 
     def take(self, worlds: np.ndarray) -> "Kinematics":
-        return Kinematics(**{f.name: getattr(self, f.name)[worlds] for f in fields(self)})
+        return Kinematics(self.com_position[worlds], self.rotation[worlds], self.linear_velocity[worlds],
+                          self.angular_velocity[worlds], self.velocity_sym[worlds])
 
     def put(self, worlds: np.ndarray, other: "Kinematics") -> None:
-        for f in fields(self):
-            getattr(self, f.name)[worlds] = getattr(other, f.name)
+        self.com_position[worlds] = other.com_position
+        self.rotation[worlds] = other.rotation
+        self.linear_velocity[worlds] = other.linear_velocity
+        self.angular_velocity[worlds] = other.angular_velocity
+        self.velocity_sym[worlds] = other.velocity_sym
 
     @staticmethod
     def at_rest(num_worlds: int, num_bodies: int) -> "Kinematics":
@@ -181,13 +215,16 @@ class State:
     def copy(self) -> "State":
         """A deep copy: every array copied, the history's Kinematics too (written out: copy.deepcopy's generic
         walk cost ~0.4 ms per call, taken before every env substep by the env guard)."""
-        out = copy.copy(self)
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, np.ndarray):
-                setattr(out, f.name, value.copy())
-            elif f.name == "history":
-                out.history = [h.copy() for h in value]
-            elif not isinstance(value, (int, float, str, type(None))):
-                setattr(out, f.name, copy.deepcopy(value))
-        return out
+        return State(
+            history=[h.copy() for h in self.history],
+            num_history=self.num_history.copy(),
+            sym_dirty=self.sym_dirty.copy(),
+            static_previous_com=self.static_previous_com.copy(),
+            static_previous_rotation=self.static_previous_rotation.copy(),
+            external_force=self.external_force.copy(),
+            offset_force=self.offset_force.copy(),
+            offset_local=self.offset_local.copy(),
+            status=self.status.copy(),
+            time=self.time,
+            last_dt=self.last_dt,
+        )

@@ -28,6 +28,8 @@ from .integration import (
 )
 from .model import Kinematics, Model, State, convergence_weights
 from . import newton_kernel
+from .jit import kernel_array
+from .kernels import step as step_kernels
 from .newton import newton_solve
 from .params import ConvergenceStatus, InitialGuess, SolverParams
 from .potentials.base import StageContext, guess_outside
@@ -110,12 +112,18 @@ def step(model: Model, state: State, dt: float, solver: SolverParams, gravity: n
     path, kplan = solver_path(extra_potentials, solver.non_linear_solver)
     report.solver_path = "compiled" if path == "compiled" else f"numpy: {kplan}"
     kplan = kplan if path == "compiled" else None
-    new_history0 = state.current.copy()
     groups = [int(avail[0])] if avail.size and np.all(avail == avail[0]) else np.unique(avail).tolist()
-    for count in groups:
-        worlds = np.arange(num_worlds) if len(groups) == 1 else np.nonzero(avail == count)[0]
-        tab = effective_tableau(method, int(count))
-        _GroupStep(model, state, worlds, tab, dt, solver, gravity, potentials, kplan).run(new_history0, report)
+    if len(groups) == 1:  # every world in one group: its end state becomes y_n as it is (fresh arrays, no copy)
+        tab = effective_tableau(method, groups[0])
+        group = _GroupStep(model, state, np.arange(num_worlds), tab, dt, solver, gravity, potentials, kplan,
+                           all_worlds=True)
+        new_history0 = group.run(None, report)
+    else:
+        new_history0 = state.current.copy()
+        for count in groups:
+            worlds = np.nonzero(avail == count)[0]
+            tab = effective_tableau(method, int(count))
+            _GroupStep(model, state, worlds, tab, dt, solver, gravity, potentials, kplan).run(new_history0, report)
     # Shift the history: the new completed step becomes y_n.
     state.history = [new_history0] + state.history[:2]
     state.num_history = np.minimum(state.num_history + 1, 3)
@@ -131,14 +139,19 @@ class _GroupStep:
     """One step of the batch worlds ``worlds``, which share a history length and so a tableau, as named stages
     (the module docstring lists them in the order ``run`` calls them)."""
 
-    def __init__(self, model, state, worlds, tab: Tableau, dt, solver, gravity, potentials, kplan=None):
+    def __init__(self, model, state, worlds, tab: Tableau, dt, solver, gravity, potentials, kplan=None,
+                 all_worlds=False):
         self.model, self.state, self.worlds, self.tab, self.dt = model, state, worlds, tab, dt
+        # worlds == arange(W): the state's arrays are read as they are, without gathering copies of every world
+        self.all_worlds = all_worlds
         self.kplan = kplan  # newton_kernel.KernelPlan: the compiled Newton; None: the numpy one
         self.solver, self.gravity, self.potentials = solver, gravity, potentials
         self.static = model.bodies.is_static
         self.sel = self.static[None, :, None]  # broadcasts over (W, N, 3)
 
-    def run(self, out: Kinematics, report: StepReport) -> None:
+    def run(self, out: Kinematics | None, report: StepReport) -> Kinematics:
+        """Step the group's worlds; their new state goes into ``out``'s rows, or, with ``out`` None, is returned
+        as fresh arrays (the caller keeps them as y_n)."""
         worlds, static = self.worlds, self.static
         hist = self.load_history()
         star = self.step_start(hist)
@@ -168,15 +181,21 @@ class _GroupStep:
         report.last_stages.append((worlds, ctx, res.com_position, res.rotation))
         end = self.step_end(star, stages)
         self.divergence_reset(end, hist[0], diverged)
-        out.put(worlds, end)
+        if out is not None:
+            out.put(worlds, end)
         report.status[worlds] = group_status
         report.actor_status[worlds] = np.where(static[None, :], ConvergenceStatus.CONVERGED.value, group_actor_status)
+        return end
 
     def load_history(self) -> list[Kinematics]:
         """The group's completed states y_n, y_{n-1}, ... the tableau combines, with S filled for spins set from
         outside since the last step."""
         state, worlds = self.state, self.worlds
-        hist = [h.take(worlds) for h in state.history[: self.tab.num_history]]
+        if self.all_worlds:  # the state's arrays themselves (read only below), in Kinematics of their own
+            hist = [Kinematics(h.com_position, h.rotation, h.linear_velocity, h.angular_velocity, h.velocity_sym)
+                    for h in state.history[: self.tab.num_history]]
+        else:
+            hist = [h.take(worlds) for h in state.history[: self.tab.num_history]]
         # Fill S for spins set from outside (digest 2.4) with h = the step's dt, not the stage's: with the stage dt,
         # implicit midpoint gives omega_z = 3.0 after one step at dt 0.1; the reference gives 3.0703 (reference_data).
         dirty = state.sym_dirty[worlds]
@@ -192,6 +211,9 @@ class _GroupStep:
     def step_start(self, hist) -> Kinematics:
         """y* = sum_j alpha_j y_{n-j} (digest 3.3), rotations on the Lie algebra."""
         alpha = self.tab.alpha
+        if len(alpha) == 1:  # y* = y_n; nothing writes into y* (later stages build new arrays from it)
+            h = hist[0]
+            return Kinematics(h.com_position, h.rotation, h.linear_velocity, h.angular_velocity, h.velocity_sym)
         return Kinematics(
             com_position=step_start_vectors([h.com_position for h in hist], alpha),
             rotation=step_start_rotations([h.rotation for h in hist], alpha),
@@ -203,15 +225,19 @@ class _GroupStep:
     def static_motion(self, hist) -> None:
         """The static actors' previous and prescribed poses and the velocity they imply over the step."""
         state, worlds, static, dt = self.state, self.worlds, self.static, self.dt
-        self.prev_c, self.prev_r = state.static_previous_com[worlds], state.static_previous_rotation[worlds]
+        if self.all_worlds:
+            self.prev_c, self.prev_r = state.static_previous_com, state.static_previous_rotation
+        else:
+            self.prev_c, self.prev_r = state.static_previous_com[worlds], state.static_previous_rotation[worlds]
         self.target_c, self.target_r = target_c, target_r = hist[0].com_position, hist[0].rotation
         prev_c, prev_r = self.prev_c, self.prev_r
         # Static velocity from consecutive poses, taken at the pivot p (bounding-box centre, local frame) as the
         # reference does: v = (T(p) - T_prev(p)) / dt, omega = log(R R_prev^T) / dt.
         self.static_v = static_v = np.zeros_like(target_c)
         self.static_w = static_w = np.zeros_like(target_c)
-        moved = np.any(static) and not (np.array_equal(target_c[:, static], prev_c[:, static])
-                                        and np.array_equal(target_r[:, static], prev_r[:, static]))
+        rows = self.model.bodies.static_rows
+        moved = rows.size > 0 and not (bool((target_c[:, rows] == prev_c[:, rows]).all())
+                                       and bool((target_r[:, rows] == prev_r[:, rows]).all()))
         if moved:  # statics that did not move have exactly zero velocity (no log of R R^T ~ 1 needed)
             pivot = self.model.bodies.static_pivot[static]
             static_v[:, static] = (
@@ -227,22 +253,27 @@ class _GroupStep:
     def stage_start(self, i: int, star: Kinematics, stages: list) -> Kinematics:
         """Stage i's start a~_i: y* plus the earlier stages (digest 3.3); static actors at their prescribed pose."""
         coeffs = self.tab.a_tilde(i)
-        start = Kinematics(
-            com_position=combine_vectors(star.com_position, coeffs, [s.com_position for s in stages]),
-            rotation=combine_rotations(star.rotation, coeffs, [s.rotation for s in stages]) if i else star.rotation,
-            linear_velocity=combine_vectors(star.linear_velocity, coeffs, [s.linear_velocity for s in stages]),
-            angular_velocity=combine_vectors(star.angular_velocity, coeffs, [s.angular_velocity for s in stages]),
-            velocity_sym=combine_vectors(star.velocity_sym, coeffs, [s.velocity_sym for s in stages]),
-        )
+        if i == 0:  # no earlier stage: a~_0 is empty and the start is y* (the selections below build new arrays)
+            start = Kinematics(star.com_position, star.rotation, star.linear_velocity, star.angular_velocity,
+                               star.velocity_sym)
+        else:
+            start = _combine(star, coeffs, stages)
         tau_start = self.tab.stage_time_factors[i] - self.tab.stage_dt_factors[i]
         s_c0, s_r0 = self.static_pose(tau_start)
-        sel = self.sel
-        start.com_position = np.where(sel, s_c0, start.com_position)
-        start.rotation = np.where(sel[..., None], s_r0, start.rotation)
-        start.linear_velocity = np.where(sel, self.static_v, start.linear_velocity)
-        start.angular_velocity = np.where(sel, self.static_w, start.angular_velocity)
-        start.velocity_sym = np.where(sel[..., None], 0.0, start.velocity_sym)
-        return start
+        return self.with_static(start, s_c0, s_r0)
+
+    def with_static(self, kin: Kinematics, c_static, r_static) -> Kinematics:
+        """``kin`` with the static actors at the pose ``c_static``, ``r_static`` (W, N, ...), moving with the
+        step's implied velocity and S = 0: new arrays (one kernel; the same selections as five np.where)."""
+        out = Kinematics(np.empty(kin.com_position.shape), np.empty(kin.rotation.shape),
+                         np.empty(kin.linear_velocity.shape), np.empty(kin.angular_velocity.shape),
+                         np.empty(kin.velocity_sym.shape))
+        step_kernels.select_static(
+            self.model.bodies.kernel_arrays.is_static, kernel_array(kin.com_position), kernel_array(kin.rotation),
+            kernel_array(kin.linear_velocity), kernel_array(kin.angular_velocity), kernel_array(kin.velocity_sym),
+            kernel_array(c_static), kernel_array(r_static), kernel_array(self.static_v), kernel_array(self.static_w),
+            out.com_position, out.rotation, out.linear_velocity, out.angular_velocity, out.velocity_sym)
+        return out
 
     def stage_context(self, i: int, start: Kinematics) -> StageContext:
         """Everything fixed during stage i's solve."""
@@ -290,21 +321,7 @@ class _GroupStep:
     def step_end(self, star: Kinematics, stages: list) -> Kinematics:
         """y_{n+1} = y* plus the stages with b~ (digest 3.3); static actors end exactly at their prescribed pose,
         moving with the implied velocity."""
-        bt = self.tab.b_tilde
-        end = Kinematics(
-            com_position=combine_vectors(star.com_position, bt, [s.com_position for s in stages]),
-            rotation=combine_rotations(star.rotation, bt, [s.rotation for s in stages]),
-            linear_velocity=combine_vectors(star.linear_velocity, bt, [s.linear_velocity for s in stages]),
-            angular_velocity=combine_vectors(star.angular_velocity, bt, [s.angular_velocity for s in stages]),
-            velocity_sym=combine_vectors(star.velocity_sym, bt, [s.velocity_sym for s in stages]),
-        )
-        sel = self.sel
-        end.com_position = np.where(sel, self.target_c, end.com_position)
-        end.rotation = np.where(sel[..., None], self.target_r, end.rotation)
-        end.linear_velocity = np.where(sel, self.static_v, end.linear_velocity)
-        end.angular_velocity = np.where(sel, self.static_w, end.angular_velocity)
-        end.velocity_sym = np.where(sel[..., None], 0.0, end.velocity_sym)
-        return end
+        return self.with_static(_combine(star, self.tab.b_tilde, stages), self.target_c, self.target_r)
 
     def divergence_reset(self, end: Kinematics, previous: Kinematics, diverged: np.ndarray) -> None:
         """Digest 2.6: a world where any stage diverged gets its dynamic actors back at the previous pose
@@ -319,6 +336,17 @@ class _GroupStep:
             mask = dyn[(...,) + extra]
             fill = prev if name in ("com_position", "rotation") else np.zeros_like(cur)
             setattr(end, name, np.where(mask, fill, cur))
+
+
+def _combine(star: Kinematics, coeffs, stages: list) -> Kinematics:
+    """y* + sum_j coeffs[j] (Y_j - y*) for every field of the stages' Kinematics (rotations on the Lie algebra)."""
+    return Kinematics(
+        com_position=combine_vectors(star.com_position, coeffs, [s.com_position for s in stages]),
+        rotation=combine_rotations(star.rotation, coeffs, [s.rotation for s in stages]),
+        linear_velocity=combine_vectors(star.linear_velocity, coeffs, [s.linear_velocity for s in stages]),
+        angular_velocity=combine_vectors(star.angular_velocity, coeffs, [s.angular_velocity for s in stages]),
+        velocity_sym=combine_vectors(star.velocity_sym, coeffs, [s.velocity_sym for s in stages]),
+    )
 
 
 def _record_solve(report: StepReport, res) -> None:

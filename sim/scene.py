@@ -60,6 +60,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
             raise TypeError(f"scene name must be a string, got {name!r}")
         self.name = name
         self._records: list = []  # actor records in model row order
+        self._row_index: dict = {}  # id(record) -> row, a cache `_row_of` checks and rebuilds
         self._actors: dict = {}  # handle -> RigidActor
         self._gravity = np.array(DEFAULT_GRAVITY, dtype=np.float64)
         self._solver = SolverParams()
@@ -259,10 +260,15 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         return [p.on_actor_destroyed for p in self._extra_potentials]
 
     def _row_of(self, record) -> int:
-        for i, r in enumerate(self._records):
-            if r is record:
-                return i
-        raise RuntimeError(f"actor {record.name!r} is not in scene {self.name!r}")
+        # A dict from record identity to row, checked against the list (so a stale entry is never trusted) and
+        # rebuilt when it misses: the batched getters look up every actor's row on every call.
+        row = self._row_index.get(id(record))
+        if row is None or row >= len(self._records) or self._records[row] is not record:
+            self._row_index = {id(r): i for i, r in enumerate(self._records)}
+            row = self._row_index.get(id(record))
+            if row is None:
+                raise RuntimeError(f"actor {record.name!r} is not in scene {self.name!r}")
+        return row
 
     def _mark_dirty(self) -> None:
         self._model = None
@@ -370,7 +376,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
     def get_actor_translations(self, actors) -> np.ndarray:
         """Root-transform translations (W, K, 3) of ``actors`` (no quaternion conversion)."""
         rows = self._rows(actors)
-        com_local = np.array([self._records[r].com_local for r in rows]).reshape(len(rows), 3)
+        com_local = self.get_model().bodies.com_local[rows]  # the records' com_local, in model rows
         cur = self._state.current
         return cur.com_position[:, rows] - np.einsum("wkij,kj->wki", cur.rotation[:, rows], com_local)
 
@@ -448,8 +454,10 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
             start = time.perf_counter()
             for pot in self._extra_potentials:  # nothing can change the scene during the step's solves
                 pot.before_step(self)
-            start_com = self._state.current.com_position.copy()
-            start_rot = self._state.current.rotation.copy()
+            # The step never writes into the current poses' arrays (it builds the next history entry), so the
+            # step-start poses for the tunnelling ratio are these arrays themselves, not copies.
+            start_com = self._state.current.com_position
+            start_rot = self._state.current.rotation
             try:
                 report = pipeline.step(
                     self.get_model(), self._state, dt, self._solver, self._gravity, self._extra_potentials

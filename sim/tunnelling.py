@@ -16,6 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import lie
+from .jit import kernel_array
+from .kernels import step as step_kernels
 
 
 def tunnelling_geometry(records) -> dict:
@@ -46,6 +48,29 @@ def tunnelling_ratio(com0, rot0, com1, rot1, geometry: dict, dynamic: np.ndarray
     that sets it (-1 where no collider is within reach)."""
     num_worlds = com0.shape[0]
     rows = geometry["static"]
+    dyn = np.flatnonzero(dynamic)
+    if rows.size == 0 or dyn.size == 0:
+        return np.zeros(num_worlds), np.full(num_worlds, -1)
+    # The rotations over the step and the colliders' centres take numpy's matrix products; the rest (angles,
+    # travel, gaps, the reach test and the worst pair) is one kernel (sim/kernels/step.py, the same arithmetic).
+    rel = rot1[:, dyn] @ np.swapaxes(rot0[:, dyn], -1, -2)
+    # static bounding-sphere centres in the world at the step start (W, S, 3)
+    centres = com0[:, rows] + np.einsum("wsij,sj->wsi", rot0[:, rows], geometry["centre"])
+    ratio = np.empty(num_worlds)
+    which = np.empty(num_worlds, dtype=np.int64)
+    near_pi = step_kernels.tunnelling_worst(
+        kernel_array(com0), kernel_array(com1), kernel_array(dyn, np.int64), kernel_array(rel),
+        kernel_array(geometry["reach"][dyn]), kernel_array(centres), kernel_array(geometry["radius"]),
+        kernel_array(geometry["half"]), ratio, which)
+    if near_pi:  # a body turned by nearly pi in one step: log_so3's quaternion route, in numpy
+        return tunnelling_ratio_numpy(com0, rot0, com1, rot1, geometry, dynamic)
+    return ratio, which
+
+
+def tunnelling_ratio_numpy(com0, rot0, com1, rot1, geometry: dict, dynamic: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`tunnelling_ratio` in numpy only: the oracle tests/test_step_kernels.py holds the kernel to, bit for bit."""
+    num_worlds = com0.shape[0]
+    rows = geometry["static"]
     if rows.size == 0 or not np.any(dynamic):
         return np.zeros(num_worlds), np.full(num_worlds, -1)
     c0 = com0[:, dynamic]
@@ -53,7 +78,6 @@ def tunnelling_ratio(com0, rot0, com1, rot1, geometry: dict, dynamic: np.ndarray
     angle = np.linalg.norm(lie.log_so3(rot1[:, dynamic] @ np.swapaxes(rot0[:, dynamic], -1, -2)), axis=-1)
     reach = geometry["reach"][dynamic]
     travel = move + reach * angle  # (W, D) the farthest any surface point moved
-    # static bounding-sphere centres in the world at the step start (W, S, 3)
     centres = com0[:, rows] + np.einsum("wsij,sj->wsi", rot0[:, rows], geometry["centre"])
     gap = np.linalg.norm(c0[:, :, None] - centres[:, None], axis=-1)  # (W, D, S)
     near = gap <= (reach + travel)[:, :, None] + geometry["radius"][None, None]

@@ -157,12 +157,16 @@ class FloatingGripper:
     def body_targets(self, grip_point: np.ndarray, opening: np.ndarray) -> np.ndarray:
         """Centres (W, 3 bodies, 3) of palm, left and right finger for a grip point (W, 3) and opening (W,) [m]."""
         c = self.config
-        palm = grip_point + np.array([0.0, 0.0, c.finger_reach_m])
-        finger_z = palm[:, 2] - c.palm_half_extents[2] - c.finger_half_extents[2]
+        # Filled in place (the same operations as stacking the parts; this runs every substep).
+        out = np.empty((grip_point.shape[0], 3, 3))
+        out[:, 0] = grip_point + np.array([0.0, 0.0, c.finger_reach_m])
+        finger_z = out[:, 0, 2] - c.palm_half_extents[2] - c.finger_half_extents[2]
         offset = 0.5 * opening + c.finger_half_extents[1]  # finger centre from the grip axis
-        left = np.stack([grip_point[:, 0], grip_point[:, 1] + offset, finger_z], axis=1)
-        right = np.stack([grip_point[:, 0], grip_point[:, 1] - offset, finger_z], axis=1)
-        return np.stack([palm, left, right], axis=1)
+        out[:, 1:, 0] = grip_point[:, 0, None]
+        out[:, 1, 1] = grip_point[:, 1] + offset
+        out[:, 2, 1] = grip_point[:, 1] - offset
+        out[:, 1:, 2] = finger_z[:, None]
+        return out
 
     def boxes_at(self, grip_point: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The closed gripper's bodies with the grip point at ``grip_point`` (3,), as axis-aligned boxes: centres
@@ -206,7 +210,7 @@ class FloatingGripper:
 
     def begin_action(self, actions: np.ndarray) -> None:
         """Targets of one control step from finite (W, 4) actions (clipped to [-1, 1], as documented)."""
-        actions = np.clip(actions, -1.0, 1.0)
+        actions = _clip(actions, -1.0, 1.0)
         grip, _ = self.grip_point()
         c = self.config
         self._start = self._target.copy(), self._opening.copy()
@@ -214,12 +218,12 @@ class FloatingGripper:
             opening = np.zeros(len(actions))
         else:  # rate-limited: fingers closed in one control step slam into an object at ~1 m/s
             wanted = 0.5 * (actions[:, 3] + 1.0) * c.max_opening_m
-            opening = self._opening + np.clip(wanted - self._opening, -c.finger_step_m, c.finger_step_m)
+            opening = self._opening + _clip(wanted - self._opening, -c.finger_step_m, c.finger_step_m)
         move = actions[:, :3] * self.max_step_m
         if np.isfinite(self._max_travel_m):
             norm = np.linalg.norm(move, axis=1, keepdims=True)
             move = move * np.minimum(1.0, self._max_travel_m / np.maximum(norm, 1e-12))
-        self._end = (np.clip(grip + move, self._workspace_low, self._workspace_high), opening)
+        self._end = (_clip(grip + move, self._workspace_low, self._workspace_high), opening)
 
     def drive(self, fraction: float) -> None:
         """Drive targets ``fraction`` of the way from the step's start commands to its end ones."""
@@ -251,21 +255,25 @@ class FloatingGripper:
     # --- observation ----------------------------------------------------------------------------------------------
     def grip_point(self) -> tuple[np.ndarray, np.ndarray]:
         """Measured grip point (W, 3) [m] and its velocity (W, 3) [m/s]: between the finger tips."""
-        pos = self.scene.get_actor_translations(self.fingers)
-        lin, _ = self.scene.get_actor_velocities(self.fingers)
+        return self._grip_point(*self._finger_motion())
+
+    def _finger_motion(self) -> tuple[np.ndarray, np.ndarray]:
+        """The fingers' root translations (W, 2, 3) [m] and linear velocities (W, 2, 3) [m/s]."""
+        return self.scene.get_actor_translations(self.fingers), self.scene.get_actor_velocities(self.fingers)[0]
+
+    def _grip_point(self, pos: np.ndarray, lin: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         tip = np.array([0.0, 0.0, -self.config.finger_half_extents[2]])
-        return pos.mean(axis=1) + tip, lin.mean(axis=1)
+        return _mean_of_two(pos) + tip, _mean_of_two(lin)
 
     def observation(self) -> dict:
         """Grip point (W, 3) [m], finger offsets from the grip axis along Y (W, 2) [m], grip velocity (W, 3) and
         finger velocities (W, 2) [m/s] (velocities clipped to +-V_MAX, see ``observation_bounds``)."""
-        grip, grip_vel = self.grip_point()
-        pos = self.scene.get_actor_translations(self.fingers)
-        lin, _ = self.scene.get_actor_velocities(self.fingers)
-        fingers = pos[:, :, 1] - pos[:, :, 1].mean(axis=1, keepdims=True)
-        finger_vel = lin[:, :, 1] - lin[:, :, 1].mean(axis=1, keepdims=True)
-        return {"grip": grip, "fingers": fingers, "grip_velocity": np.clip(grip_vel, -V_MAX, V_MAX),
-                "finger_velocity": np.clip(finger_vel, -V_MAX, V_MAX)}
+        pos, lin = self._finger_motion()  # read once: the grip point and the finger parts share them
+        grip, grip_vel = self._grip_point(pos, lin)
+        fingers = pos[:, :, 1] - _mean_of_two(pos[:, :, 1])[:, None]
+        finger_vel = lin[:, :, 1] - _mean_of_two(lin[:, :, 1])[:, None]
+        return {"grip": grip, "fingers": fingers, "grip_velocity": _clip(grip_vel, -V_MAX, V_MAX),
+                "finger_velocity": _clip(finger_vel, -V_MAX, V_MAX)}
 
     def observation_bounds(self) -> dict:
         """Real bounds of the observation parts, each a (low, high) pair.
@@ -283,3 +291,16 @@ class FloatingGripper:
             "grip_velocity": (np.full(3, -V_MAX), np.full(3, V_MAX)),
             "finger_velocity": (np.full(2, -V_MAX), np.full(2, V_MAX)),
         }
+
+
+# Per-step helpers without np.mean's and np.clip's Python wrappers (they cost more than the
+# arithmetic on a few numbers); the same operations, so the same bits.
+def _mean_of_two(parts: np.ndarray) -> np.ndarray:
+    """parts.mean(axis=1) of the two fingers (W, 2, ...): ((0 + a) + b) / 2, as np.mean sums from its +0 identity
+    (so two -0.0 give +0.0) and divides by the count."""
+    return ((0.0 + parts[:, 0]) + parts[:, 1]) / 2.0
+
+
+def _clip(values: np.ndarray, low, high) -> np.ndarray:
+    """np.clip(values, low, high): np.minimum(np.maximum(values, low), high), as numpy defines it (NaN passes)."""
+    return np.minimum(np.maximum(values, low), high)

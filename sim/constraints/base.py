@@ -119,7 +119,7 @@ def as_vector_batch(value, num_worlds: int, name: str) -> np.ndarray:
         arr = np.broadcast_to(arr, (num_worlds, 3))
     if arr.shape != (num_worlds, 3):
         raise ValueError(f"{name} must have shape (3,) or ({num_worlds}, 3), got {arr.shape}")
-    if not np.all(np.isfinite(arr)):
+    if not np.isfinite(arr).all():
         raise ValueError(f"{name} must be finite, got {arr.tolist()}")
     return np.array(arr)
 
@@ -304,6 +304,12 @@ class RigidConstraintSet:
     # -- runtime parameters -------------------------------------------------------------------------------------
 
     def _index(self, index) -> np.ndarray:
+        if type(index) is int:  # one row, the drives' every-substep case: checked without numpy's reductions
+            if not 0 <= index < len(self):
+                raise IndexError(
+                    f"constraint index {index} out of range for {len(self)} {self.constraint_type} constraints"
+                )
+            return np.int64(index)
         idx = np.asarray(index, dtype=np.int64)
         if idx.size and (idx.min() < 0 or idx.max() >= len(self)):
             raise IndexError(
@@ -323,6 +329,14 @@ class RigidConstraintSet:
     def _worlds(self, worlds) -> np.ndarray:
         if worlds is None:
             return np.arange(self.num_worlds)
+        if type(worlds) is np.ndarray and worlds.dtype == np.int64 and worlds.ndim == 1:
+            # the scene's own world lists (Constraint methods pass scene._worlds(...)): only the range to check,
+            # in Python for a few worlds (two numpy reductions cost more there)
+            n = self.num_worlds
+            if (not all(0 <= x < n for x in worlds.tolist()) if worlds.size <= 16 else
+                    worlds.size and (worlds.min() < 0 or worlds.max() >= n)):
+                raise IndexError(f"world index out of range for {self.num_worlds} worlds")
+            return worlds
         w = np.atleast_1d(np.asarray(worlds))
         if w.dtype == bool:
             if w.shape != (self.num_worlds,):

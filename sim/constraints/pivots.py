@@ -95,29 +95,52 @@ class RigidPivotPositionConstraints(RigidConstraintSet):
         return _point_terms(c + arm - targets["position"], arm, with_jacobian)
 
     def _values_kernel(self, com_position, rotation, world_rows, targets, with_jacobian):
-        arm_local = self._data["local_position"] - self.com_local[self.actors[:, 0]]
+        actors, arm_local = self._kernel_geometry()
         g, jac = _kernel_outputs(com_position.shape[0], len(self), with_jacobian)
         constraint_kernels.point_pivot_values(
-            com_position, rotation, kernel_array(self.actors[:, 0], np.int64), kernel_array(world_rows, np.int64),
-            kernel_array(arm_local), kernel_array(targets["position"]), with_jacobian, g, jac)
+            com_position, rotation, actors, kernel_array(world_rows, np.int64), arm_local,
+            kernel_array(targets["position"]), with_jacobian, g, jac)
         return g, (jac if with_jacobian else None)
+
+    def _kernel_geometry(self):
+        """(actors (C,) int64, arm_local (C, 3) = local_position - com_local) as kernel arrays, kept until the
+        constraints or the CoMs change (every Newton evaluation of the numpy path asks)."""
+        key = (self.actors.tobytes(), self._data["local_position"].tobytes(), self.com_local.tobytes())
+        cached = self.__dict__.get("_geometry_cache")
+        if cached is None or cached[0] != key:
+            actors = kernel_array(self.actors[:, 0], np.int64)
+            cached = self._geometry_cache = (key, (actors, kernel_array(
+                self._data["local_position"] - self.com_local[self.actors[:, 0]])))
+        return cached[1]
 
     def guess_on_targets(self, ctx, guess_c: np.ndarray, guess_r: np.ndarray) -> np.ndarray:
         """Newton start for ``InitialGuess.CONSTANT_VELOCITY_AND_TARGETS``: every dynamic actor held by exactly one
         of these constraints, stiff (k h^2 > 100 m: the target, not the inertia, decides where it ends) and
         undamped, gets its pivot on the target, c = p_hat - R a with R the guessed rotation."""
-        bodies = ctx.model.bodies
-        actors = self.actors[:, 0]
-        held = np.bincount(actors, minlength=bodies.num)[actors] == 1
-        stiff = (self.stiffness * ctx.stage_dt**2 > 100.0 * bodies.mass[actors]) & (self.damping == 0.0)
-        ok = np.flatnonzero(held & stiff & ~bodies.is_static[actors])
+        ok, rows, arm_local = self._guess_rows(ctx.model.bodies, ctx.stage_dt)
         if ok.size == 0:
             return guess_c
         targets = self._select_worlds(self._targets, ctx.world_index)["position"][:, ok]  # (W, K, 3)
-        arm_local = self._data["local_position"][ok] - self.com_local[actors[ok]]
         out = guess_c.copy()
-        out[:, actors[ok]] = targets - np.einsum("wkij,kj->wki", guess_r[:, actors[ok]], arm_local)
+        out[:, rows] = targets - np.einsum("wkij,kj->wki", guess_r[:, rows], arm_local)
         return out
+
+    def _guess_rows(self, bodies, stage_dt: float):
+        """(constraint rows ok, their actors, arm_local) of `guess_on_targets`: they depend on the model, the stage
+        length and the constraints' parameters only, so they are kept until one of those changes (asked every
+        substep; the key's bytes cost less than recomputing them)."""
+        key = (id(bodies), float(stage_dt), self.actors.tobytes(), self.stiffness.tobytes(),
+               self.damping.tobytes(), self._data["local_position"].tobytes(), self.com_local.tobytes())
+        cached = self.__dict__.get("_guess_cache")
+        if cached is not None and cached[0] == key and cached[1] is bodies:
+            return cached[2]
+        actors = self.actors[:, 0]
+        held = np.bincount(actors, minlength=bodies.num)[actors] == 1
+        stiff = (self.stiffness * stage_dt**2 > 100.0 * bodies.mass[actors]) & (self.damping == 0.0)
+        ok = np.flatnonzero(held & stiff & ~bodies.is_static[actors])
+        value = (ok, actors[ok], self._data["local_position"][ok] - self.com_local[actors[ok]])
+        self._guess_cache = (key, bodies, value)
+        return value
 
 
 class RigidPivotToRigidTargetConstraints(RigidConstraintSet):

@@ -1,0 +1,178 @@
+"""Kernels of the step's own per-substep work outside the Newton solve (sim/tunnelling.py, sim/pipeline.py), each
+replacing a run of small numpy calls whose Python overhead cost more than their arithmetic.
+
+Each kernel does exactly the numpy code's arithmetic, in its order (elementwise operations, and sums of three
+squares in the order np.linalg.norm adds them), so results are bit-identical to the numpy code it replaces
+(tests/test_step_kernels.py compares them). Products of matrices, einsum contractions and transcendental
+functions stay in numpy: their rounding depends on which BLAS / SIMD kernel numpy picks for the CPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..jit import inner_kernel, kernel
+
+
+@kernel
+def tunnelling_worst(com0, com1, dynamic, rel, reach, centres, radius, half, ratio_out, which_out):
+    """The tail of `sim.tunnelling.tunnelling_ratio` for W worlds, D dynamic and S static colliders.
+
+    model: ``dynamic`` (D,) rows, ``reach`` (D,) m, ``radius`` / ``half`` (S,) m; data in: ``com0`` / ``com1``
+    (W, N, 3) CoMs at step start / end, ``rel`` (W, D, 3, 3) each dynamic body's rotation over the step (numpy's
+    R1 R0^T), ``centres`` (W, S, 3) the colliders' bounding-sphere centres at step start; data out: ``ratio_out``
+    (W,) the largest travel / half thickness over (body, collider within reach) pairs, 0 when none is, NaN when any
+    pair's ratio is NaN; ``which_out`` (W,) the collider index of the first largest, -1 unless that ratio is > 0.
+    The angle is |log(rel)| as np.linalg.norm(lie.log_so3(rel)) gives it; returns how many rotations turned by
+    more than _NEAR_PI, where log_so3 takes its quaternion route (the caller then uses the numpy code)."""
+    num_static = centres.shape[1]
+    theta = np.empty((1, 3))
+    near_pi = 0
+    for w in range(com0.shape[0]):
+        best = 0.0
+        best_k = 0
+        first = True
+        for d in range(dynamic.shape[0]):
+            n = dynamic[d]
+            if _log_row(rel[w], d, theta, 0 * d):
+                near_pi += 1
+            angle = np.sqrt((theta[0, 0] * theta[0, 0] + theta[0, 1] * theta[0, 1]) + theta[0, 2] * theta[0, 2])
+            dx = com1[w, n, 0] - com0[w, n, 0]
+            dy = com1[w, n, 1] - com0[w, n, 1]
+            dz = com1[w, n, 2] - com0[w, n, 2]
+            move = np.sqrt((dx * dx + dy * dy) + dz * dz)
+            travel = move + reach[d] * angle
+            for s in range(num_static):
+                gx = com0[w, n, 0] - centres[w, s, 0]
+                gy = com0[w, n, 1] - centres[w, s, 1]
+                gz = com0[w, n, 2] - centres[w, s, 2]
+                gap = np.sqrt((gx * gx + gy * gy) + gz * gz)
+                ratio = travel / half[s] if gap <= (reach[d] + travel) + radius[s] else 0.0
+                # np.max / np.argmax: the first NaN wins and is returned, else the first largest value.
+                if first or ratio > best or (np.isnan(ratio) and not np.isnan(best)):
+                    best = ratio
+                    best_k = d * num_static + s
+                first = False
+        ratio_out[w] = best
+        which_out[w] = best_k % num_static if best > 0 else -1
+    return near_pi
+
+
+# --- SO(3) exp / log, batched (sim/lie.py calls these; its numpy code stays there as the oracle) ----------------
+# lie._SMALL_ANGLE / lie._NEAR_PI (not imported: sim.lie imports this module)
+_SMALL_ANGLE = 1e-4
+_NEAR_PI = np.pi - 1e-2
+
+
+@kernel
+def log_so3_batch(rot, out, near_pi):
+    """`lie.log_so3_numpy` of (M, 3, 3) rotations into ``out`` (M, 3), except rows with angle > _NEAR_PI: those
+    are marked in ``near_pi`` (M,) for the caller's quaternion route. Returns how many rows it marked."""
+    count = 0
+    for m in range(rot.shape[0]):
+        near_pi[m] = _log_row(rot, m, out, m)
+        if near_pi[m]:
+            count += 1
+    return count
+
+
+@inner_kernel
+def _log_row(rot, m, out, k):
+    """Row m of `log_so3_batch` into out[k]; True when its angle is > _NEAR_PI (out[k] then needs the quaternion
+    route). numpy's order: trace ((r00 + r11) + r22) - 1; |vee|^2 summed (v0^2 + v2^2) + v1^2, as np.einsum's
+    two-operand contraction adds three terms; clip, arccos and arctan2 with NaN passed through."""
+    cos_angle = 0.5 * (((rot[m, 0, 0] + rot[m, 1, 1]) + rot[m, 2, 2]) - 1.0)
+    if cos_angle < -1.0:
+        cos_angle = -1.0
+    elif cos_angle > 1.0:
+        cos_angle = 1.0
+    angle = np.arccos(cos_angle)
+    vx = 0.5 * (rot[m, 2, 1] - rot[m, 1, 2])
+    vy = 0.5 * (rot[m, 0, 2] - rot[m, 2, 0])
+    vz = 0.5 * (rot[m, 1, 0] - rot[m, 0, 1])
+    if angle < _SMALL_ANGLE:
+        ratio = 1.0 + angle * angle / 6.0
+    else:
+        sin_angle = np.sqrt((vx * vx + vz * vz) + vy * vy)
+        # np.maximum(sin_angle, 1e-300) keeps a NaN
+        ratio = np.arctan2(sin_angle, cos_angle) / (sin_angle if not sin_angle < 1e-300 else 1e-300)
+    out[k, 0] = ratio * vx
+    out[k, 1] = ratio * vy
+    out[k, 2] = ratio * vz
+    return angle > _NEAR_PI
+
+
+@kernel
+def exp_so3_parts(theta, skew_out, coef_a_out, coef_b_out):
+    """The parts of `lie.exp_so3_numpy` before its matrix product: skew(theta) (M, 3, 3) and the Rodrigues
+    coefficients A = sin(t)/t, B = (1 - cos t)/t^2 (M,), with their series below _SMALL_ANGLE; t^2 summed as
+    np.einsum adds three terms, (t0^2 + t2^2) + t1^2."""
+    for m in range(theta.shape[0]):
+        x = theta[m, 0]
+        y = theta[m, 1]
+        z = theta[m, 2]
+        angle_sq = (x * x + z * z) + y * y
+        angle = np.sqrt(angle_sq)
+        if angle < _SMALL_ANGLE:
+            coef_a_out[m] = (1.0 - angle_sq / 6.0) + (angle_sq * angle_sq) / 120.0
+            coef_b_out[m] = (0.5 - angle_sq / 24.0) + (angle_sq * angle_sq) / 720.0
+        else:
+            coef_a_out[m] = np.sin(angle) / angle
+            coef_b_out[m] = (1.0 - np.cos(angle)) / (angle * angle)
+        skew_out[m, 0, 0] = 0.0
+        skew_out[m, 0, 1] = -z
+        skew_out[m, 0, 2] = y
+        skew_out[m, 1, 0] = z
+        skew_out[m, 1, 1] = 0.0
+        skew_out[m, 1, 2] = -x
+        skew_out[m, 2, 0] = -y
+        skew_out[m, 2, 1] = x
+        skew_out[m, 2, 2] = 0.0
+
+
+@kernel
+def exp_so3_finish(skew, skew_sq, coef_a, coef_b, out):
+    """out = (1 + A K) + B K^2 per row (M, 3, 3), with K^2 = skew_sq from numpy's matrix product."""
+    for m in range(skew.shape[0]):
+        for i in range(3):
+            for j in range(3):
+                eye = 1.0 if i == j else 0.0
+                out[m, i, j] = (eye + coef_a[m] * skew[m, i, j]) + coef_b[m] * skew_sq[m, i, j]
+
+
+# --- the pipeline's per-stage work (sim/pipeline.py) -------------------------------------------------------------
+
+
+@kernel
+def torque_weights(rotation, sqrt_inertia, sqrt_mass, a_ref, out):
+    """`model.convergence_weights`' torque weights (W, N, 3): tau_i = a_ref sqrt(m) (R sqrt(I) R^T)_ii, weight
+    1/tau_i^2 where tau_i > 0, else 1. The diagonal is summed as np.einsum("wnij,njk,wnik->wni") sums its three
+    operands: j outer, k inner, ((R_ij S_jk) R_ik) accumulated from 0."""
+    for w in range(rotation.shape[0]):
+        for n in range(rotation.shape[1]):
+            for i in range(3):
+                diag = 0.0
+                for j in range(3):
+                    for k in range(3):
+                        diag += rotation[w, n, i, j] * sqrt_inertia[n, j, k] * rotation[w, n, i, k]
+                tau = a_ref * sqrt_mass[n] * diag
+                out[w, n, i] = 1.0 / (tau * tau) if tau > 0 else 1.0
+
+
+@kernel
+def select_static(is_static, c, r, v, omega, s, c_static, r_static, v_static, omega_static, c_out, r_out, v_out,
+                  omega_out, s_out):
+    """Kinematics (W, N, ...) whose static rows take their prescribed pose c_static / r_static and implied
+    velocity v_static / omega_static with S = 0, the dynamic rows copied from c, r, v, omega, s (the pipeline's
+    five np.where over the static mask)."""
+    for w in range(c.shape[0]):
+        for n in range(c.shape[1]):
+            st = is_static[n]
+            for i in range(3):
+                c_out[w, n, i] = c_static[w, n, i] if st else c[w, n, i]
+                v_out[w, n, i] = v_static[w, n, i] if st else v[w, n, i]
+                omega_out[w, n, i] = omega_static[w, n, i] if st else omega[w, n, i]
+                for j in range(3):
+                    r_out[w, n, i, j] = r_static[w, n, i, j] if st else r[w, n, i, j]
+                    s_out[w, n, i, j] = 0.0 if st else s[w, n, i, j]
+
