@@ -1,8 +1,9 @@
 """Module-level context functions of the reference API: ``initialize`` / ``shutdown`` / ``create_scene``.
 
-The reference engine keeps a process-wide context with a worker-thread pool. Here the context only tracks the
-scenes it created: the worker count is accepted (and validated) so reference scripts run unchanged, and numpy
-vectorization replaces the thread pool.
+The reference engine keeps a process-wide context with a worker-thread pool. Here the context tracks the scenes
+it created and the worker count: N >= 2 splits the compiled Newton's worlds over N threads (results bit-identical
+to serial); anything else, the reference's default -1 included, is serial here, because these machines' cores are
+shared and an unasked-for pool slowed batched steps 2-60x under load.
 """
 
 from __future__ import annotations
@@ -13,11 +14,18 @@ _state = {"initialized": False, "num_worker_threads": -1, "scenes": []}
 
 
 def initialize(num_worker_threads: int = -1) -> None:
-    """Accepted and harmless: negative -> hardware default, 0 -> single thread, N -> N workers (ignored here)."""
+    """The process-wide context. ``num_worker_threads``: N >= 2 -> the compiled Newton (docs/engine.md, "Solver
+    paths") solves contiguous slices of a step's worlds on N threads; 0, 1 or negative -> one thread (the
+    reference reads negative as the hardware's count; here threads are opt-in)."""
     if isinstance(num_worker_threads, bool) or not isinstance(num_worker_threads, int):
         raise TypeError(f"num_worker_threads must be an integer, got {num_worker_threads!r}")
     _state["initialized"] = True
     _state["num_worker_threads"] = num_worker_threads
+
+
+def worker_threads() -> int:
+    """Threads for world-parallel kernels: ``initialize``'s count when it is >= 2, else 1."""
+    return max(_state["num_worker_threads"], 1) if _state["initialized"] else 1
 
 
 def shutdown() -> None:

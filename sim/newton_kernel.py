@@ -26,6 +26,34 @@ _LS_CODE = {LineSearchType.NONE: newton_kernels.LS_NONE, LineSearchType.SIMPLE: 
 _FRICTION_CODE = None  # filled lazily from contact.potential (import order)
 
 
+def run_world_slices(stage, num_worlds: int) -> None:
+    """``stage(slice)`` over all worlds: one call, or with ``initialize(num_worker_threads=N)``, N >= 2, one
+    contiguous slice of worlds per worker thread (the kernels release the GIL). Every world is computed alone, so
+    the results are bit-identical to one call; serial by default because these machines' cores are shared."""
+    from .context import worker_threads
+
+    threads = min(worker_threads(), num_worlds)
+    if threads < 2:
+        stage(slice(None))
+        return
+    bounds = np.linspace(0, num_worlds, threads + 1).round().astype(int)
+    futures = [_pool(threads).submit(stage, slice(lo, hi)) for lo, hi in zip(bounds[:-1], bounds[1:])]
+    for future in futures:
+        future.result()  # re-raises a worker's exception here
+
+
+_POOLS: dict = {}
+
+
+def _pool(threads: int):
+    """One lazily created thread pool per worker count, kept for the process (threads are cheap to keep idle)."""
+    if threads not in _POOLS:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOLS[threads] = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="superdex-worlds")
+    return _POOLS[threads]
+
+
 class KernelPlan:
     """The compiled Newton's frozen inputs for one step: the contact potential (or None) and the pivot sets in
     the constraint system's order."""
@@ -180,21 +208,30 @@ def solve(kplan: KernelPlan, ctx: StageContext, com_position, rotation, params: 
     addresses = newton_kernels.callee_addresses(
         newton_euler=any_newton_euler, loads=bool(np.any(external_force != 0.0)), offset_forces=has_offset,
         contact=bool(contact_args[0]), point_pivots=pp[0] > 0, rotation_pivots=pr[0] > 0)
-    newton_kernels.newton_stage(
-        addresses, arrays.mass, arrays.second_moment, arrays.is_static, arrays.has_gravity,
-        arrays.rotational_inertia, arrays.inertia, arrays.newton_euler, any_newton_euler, dyn_index,
-        float(ctx.stage_dt), kernel_array(ctx.com_position0), kernel_array(ctx.rotation0),
-        kernel_array(ctx.linear_velocity0), kernel_array(ctx.angular_velocity0), kernel_array(ctx.velocity_sym0),
-        gravity, external_force, offset_force, offset_local, has_offset, force_weight,
-        torque_weight, *contact_args, has_constraints, pivot_order, world_rows, *pp, pr[0], pr[1], pr[2], pr[3],
-        pr[4], pr[5], pr[6], pr[7], pr[8],
-        int(params.max_iter), params.convergence_mode is ConvergenceMode.GLOBAL, float(params.abs_tol),
-        float(params.rel_tol), float(params.rel_step_tol), params.psd_proj_mode is PsdProjMode.ALWAYS,
-        bool(params.explosion_control), float(params.abs_div_tol), float(params.rel_div_tol),
-        _LS_CODE[params.line_search_type], int(params.line_search_max_iter), float(params.line_search_alpha),
-        float(params.line_search_wolfe1), float(params.line_search_max_rel_increase),
-        bool(params.best_iterate_on_stop), kernel_array(com_position), kernel_array(rotation), out_c, out_r,
-        out_grad, status, iterations, ls_iterations)
+    com0, rot0 = kernel_array(ctx.com_position0), kernel_array(ctx.rotation0)
+    vel0, omega0 = kernel_array(ctx.linear_velocity0), kernel_array(ctx.angular_velocity0)
+    sym0 = kernel_array(ctx.velocity_sym0)
+    guess_c, guess_r = kernel_array(com_position), kernel_array(rotation)
+
+    def stage(w):
+        """The worlds ``w`` (a slice): every per-world array is sliced along its leading axis (contiguous views),
+        so each world is solved exactly as in one call over all of them."""
+        newton_kernels.newton_stage(
+            addresses, arrays.mass, arrays.second_moment, arrays.is_static, arrays.has_gravity,
+            arrays.rotational_inertia, arrays.inertia, arrays.newton_euler, any_newton_euler, dyn_index,
+            float(ctx.stage_dt), com0[w], rot0[w], vel0[w], omega0[w], sym0[w], gravity[w], external_force[w],
+            offset_force[w], offset_local, has_offset, force_weight, torque_weight[w], *contact_args,
+            has_constraints, pivot_order, world_rows[w], pp[0], pp[1], pp[2], pp[3], pp[4][w], pp[5], pp[6], pp[7],
+            pp[8], pr[0], pr[1], pr[2], pr[3], pr[4][w], pr[5], pr[6], pr[7], pr[8],
+            int(params.max_iter), params.convergence_mode is ConvergenceMode.GLOBAL, float(params.abs_tol),
+            float(params.rel_tol), float(params.rel_step_tol), params.psd_proj_mode is PsdProjMode.ALWAYS,
+            bool(params.explosion_control), float(params.abs_div_tol), float(params.rel_div_tol),
+            _LS_CODE[params.line_search_type], int(params.line_search_max_iter), float(params.line_search_alpha),
+            float(params.line_search_wolfe1), float(params.line_search_max_rel_increase),
+            bool(params.best_iterate_on_stop), guess_c[w], guess_r[w], out_c[w], out_r[w], out_grad[w], status[w],
+            iterations[w], ls_iterations[w])
+
+    run_world_slices(stage, num_worlds)
     return NewtonResult(
         com_position=out_c, rotation=out_r, status=status, iterations=iterations,
         line_search_iterations=ls_iterations, residual_norm=_residual_norm(out_grad),

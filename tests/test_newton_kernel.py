@@ -161,6 +161,48 @@ def test_worlds_stepped_together_equal_worlds_stepped_alone(compiled_newton):
 
 
 @pytest.mark.slow  # compiles the whole-Newton kernel: ~40 s cold (the opt-in path)
+@pytest.mark.parametrize("threads", [2, 3])
+def test_worker_threads_give_the_serial_results_bit_for_bit(compiled_newton, monkeypatch, threads):
+    """``initialize(num_worker_threads=N)`` splits the worlds into N contiguous slices on N threads (5 worlds: 3+2
+    and 2+1+2 split), each world computed as alone: the same bits as the serial step."""
+    from superdex_gym.sim import newton_kernel
+
+    def run():
+        scene, actors = _stack(5)
+        for w in range(5):
+            _kick(actors, w)
+        for _ in range(8):
+            scene.step(0.01)
+        assert scene.solver_path() == "compiled"
+        return scene._state.current.com_position.copy(), scene._state.current.rotation.copy()
+
+    serial_c, serial_r = run()
+    submitted = []
+    real_pool = newton_kernel._pool
+
+    class Recording:  # the real pool, recording which slices of worlds each step hands out
+        def __init__(self, n):
+            self.pool = real_pool(n)
+
+        def submit(self, fn, worlds):
+            submitted.append((worlds.start, worlds.stop))
+            return self.pool.submit(fn, worlds)
+
+    monkeypatch.setattr(newton_kernel, "_pool", Recording)
+    try:
+        mochi.initialize(num_worker_threads=threads)
+        threaded_c, threaded_r = run()
+    finally:
+        mochi.shutdown()
+    assert mochi.context.worker_threads() == 1
+    expected = {2: [(0, 2), (2, 5)], 3: [(0, 2), (2, 3), (3, 5)]}[threads]
+    assert submitted[:threads] == expected and len(submitted) == 8 * threads  # every step, every slice
+    np.testing.assert_array_equal(threaded_c, serial_c)
+    np.testing.assert_array_equal(threaded_r, serial_r)
+    assert np.abs(serial_c[:, 1:] - serial_c[0, 1:]).max() > 1e-3  # the worlds really differ (kicked apart)
+
+
+@pytest.mark.slow  # compiles the whole-Newton kernel: ~40 s cold (the opt-in path)
 def test_push_env_on_the_compiled_newton_follows_the_numpy_one():
     import gymnasium as gym
 
