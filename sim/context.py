@@ -3,7 +3,7 @@
 The reference engine keeps a process-wide context with a worker-thread pool. Here the context tracks the scenes
 it created and the worker count: N >= 2 splits the compiled Newton's worlds over N threads (results bit-identical
 to serial); anything else, the reference's default -1 included, is serial here, because these machines' cores are
-shared and an unasked-for pool slowed batched steps 2-60x under load.
+shared (numba's prange pool slowed batched steps 2-60x under load in the prototype of issue 12).
 """
 
 from __future__ import annotations
