@@ -117,8 +117,7 @@ class RobotTaskWorlds:
         substep, so every world's result depends on that world alone. Returns the substep's `physics_report`."""
         before = self.scene.snapshot() if splits else None
         self.robot.drive(end)
-        record = physics_report(self.num_worlds)
-        self._guarded_step(record, dt, before)
+        record = self._guarded_step(dt, before)
         refine = np.flatnonzero(record["stopped_substeps"] > 0) if splits else ()
         if len(refine) == 0:
             return record
@@ -136,12 +135,12 @@ class RobotTaskWorlds:
             value[refine] = halves[key][refine]
         return record
 
-    def _guarded_step(self, report: dict, dt: float, before=None) -> None:
+    def _guarded_step(self, dt: float, before=None) -> dict:
         """One engine step; a world whose step moved a body past the middle of a static collider (tunnelling ratio
         >= 1, sim/tunnelling.py) or left one faster than the task's escape speed (it could clear the walls) is put
-        back where the step started, so nothing passes through or over a wall, the table or the floor. Statuses,
-        ratios and undone steps are counted in ``report`` (the info keys of `physics_report`); ``before``: a
-        snapshot of the scene as it is, if the caller took one."""
+        back where the step started, so nothing passes through or over a wall, the table or the floor. Returns the
+        step's `physics_report` (status, ratio, undone); ``before``: a snapshot of the scene as it is, if the caller
+        took one."""
         before = self.scene.snapshot() if before is None else before
         with warnings.catch_warnings():  # reported per world in info instead
             warnings.filterwarnings("ignore", message="a step of .* moved a body", category=RuntimeWarning)
@@ -153,11 +152,14 @@ class RobotTaskWorlds:
         undo = (ratio >= 1.0) | (np.sqrt(np.max(np.einsum("wni,wni->wn", lin, lin), axis=1)) > self._escape_speed)
         if np.any(undo):
             self.scene.restore_snapshot(before, worlds=np.flatnonzero(undo))
-        report["solver_status"] = np.maximum(report["solver_status"], status)
-        report["stopped_substeps"] += status == mochi.ConvergenceStatus.STOPPED.value
-        report["diverged_substeps"] += status == mochi.ConvergenceStatus.DIVERGED.value
-        report["tunnelling_ratio"] = np.maximum(report["tunnelling_ratio"], ratio)
-        report["physics_diverged"] |= (status == mochi.ConvergenceStatus.DIVERGED.value) | undo
+        diverged = status == mochi.ConvergenceStatus.DIVERGED.value
+        record = physics_report(self.num_worlds)
+        record["solver_status"][:] = status
+        record["stopped_substeps"][:] = status == mochi.ConvergenceStatus.STOPPED.value
+        record["diverged_substeps"][:] = diverged
+        record["tunnelling_ratio"][:] = ratio
+        record["physics_diverged"][:] = diverged | undo
+        return record
 
     def physics_infos(self) -> dict:
         """The last control step's `physics_report` (copies; zeros for worlds reset since)."""
