@@ -18,6 +18,7 @@ trigger a fresh multi-second compile mid-run (measured: 10 s in the issue-12 pro
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -130,3 +131,35 @@ def address_call(dispatcher, signature):
 
     typer.__name__ = f"call_{name}"
     return intrinsic(typer)
+
+
+def in_disk_cache(dispatcher, args) -> bool | None:
+    """Whether numba's on-disk cache holds ``dispatcher``'s code for the argument types ``args`` (read from the
+    index, nothing compiled or loaded); None when the kernel has no on-disk cache (caching off)."""
+    from numba.core.caching import FunctionCache
+
+    cache = getattr(dispatcher, "_cache", None)
+    if not isinstance(cache, FunctionCache) or not cache._enabled:
+        return None
+    key = cache._index_key(tuple(args), dispatcher.targetctx.codegen())
+    with cache._guard_against_spurious_io_errors():
+        return key in cache._cache_file._load_index()
+    return False  # an unreadable index: numba compiles, as it would
+
+
+def compile_in_processes(code_lines: list[str]) -> list[subprocess.Popen]:
+    """Run each Python statement of ``code_lines`` in its own child process (this interpreter, this
+    environment, so the same numba cache directory) and return the processes. Used on a cold cache to compile
+    independent kernels into the on-disk cache in parallel while this process compiles others; this process then
+    loads them from the cache (the same machine code), and compiles whatever a child failed to."""
+    if not sys.executable:  # an embedded interpreter: nothing to start, this process compiles everything
+        return []
+    children = []
+    for code in code_lines:
+        try:
+            children.append(subprocess.Popen([sys.executable, "-c", code], env=dict(os.environ),
+                                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                             stderr=subprocess.DEVNULL))
+        except OSError:  # no process to spare: this process compiles what the child would have
+            break
+    return children

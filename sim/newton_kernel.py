@@ -205,7 +205,7 @@ def solve(kplan: KernelPlan, ctx: StageContext, com_position, rotation, params: 
     pp, pr = pivots["RigidPivotPosition"], pivots["RigidPivotRotation"]
     any_newton_euler = bool(np.any(arrays.newton_euler))
     external_force = kernel_array(ctx.external_force)
-    addresses = newton_kernels.callee_addresses(
+    needed = newton_kernels.needed_callees(
         newton_euler=any_newton_euler, loads=bool(np.any(external_force != 0.0)), offset_forces=has_offset,
         contact=bool(contact_args[0]), point_pivots=pp[0] > 0, rotation_pivots=pr[0] > 0)
     com0, rot0 = kernel_array(ctx.com_position0), kernel_array(ctx.rotation0)
@@ -213,7 +213,7 @@ def solve(kplan: KernelPlan, ctx: StageContext, com_position, rotation, params: 
     sym0 = kernel_array(ctx.velocity_sym0)
     guess_c, guess_r = kernel_array(com_position), kernel_array(rotation)
 
-    def stage(w):
+    def stage(w, addresses):
         """The worlds ``w`` (a slice): every per-world array is sliced along its leading axis (contiguous views),
         so each world is solved exactly as in one call over all of them."""
         newton_kernels.newton_stage(
@@ -231,7 +231,13 @@ def solve(kplan: KernelPlan, ctx: StageContext, com_position, rotation, params: 
             bool(params.best_iterate_on_stop), guess_c[w], guess_r[w], out_c[w], out_r[w], out_grad[w], status[w],
             iterations[w], ls_iterations[w])
 
-    run_world_slices(stage, num_worlds)
+    compiling = [] if newton_kernels.newton_stage.overloads else newton_kernels.compile_callees_elsewhere(needed)
+    if compiling:  # a cold cache: compile newton_stage here (a call on no worlds) while children compile callees
+        stage(slice(0, 0), np.zeros_like(newton_kernels._addresses))
+        for child in compiling:
+            child.wait()
+    addresses = newton_kernels.callee_addresses(needed)
+    run_world_slices(lambda w: stage(w, addresses), num_worlds)
     return NewtonResult(
         com_position=out_c, rotation=out_r, status=status, iterations=iterations,
         line_search_iterations=ls_iterations, residual_norm=_residual_norm(out_grad),

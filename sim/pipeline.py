@@ -37,17 +37,15 @@ from .potentials.external import DofLoads, Gravity, OffsetForces
 from .potentials.inertia import NewtonEulerInertia, RotationalInertia, TranslationalInertia
 
 CORE_POTENTIALS = (TranslationalInertia(), RotationalInertia(), NewtonEulerInertia(), Gravity(), DofLoads(), OffsetForces())
-# Opt-in (environment variable SUPERDEX_COMPILED_NEWTON=1, or set this to True): stages whose scene the compiled
-# per-world Newton covers run on it (sim/newton_kernel.py, docs/engine.md "Solver paths"). Off by default: a cold
-# first step on it compiles in ~1.7x the numpy path's time (~32-38 s on a quiet machine, where the numpy path takes
-# 19-24 s), over the issue-12 budget of 30 s.
-COMPILED_NEWTON = os.environ.get("SUPERDEX_COMPILED_NEWTON", "0") == "1"
-
+# On by default (SUPERDEX_COMPILED_NEWTON=0 in the environment, or False here, turns it off): stages whose scene the
+# compiled per-world Newton covers run on it (sim/newton_kernel.py, docs/engine.md "Solver paths"); the numpy
+# Newton runs every other scene and is the compiled path's test oracle.
+COMPILED_NEWTON = os.environ.get("SUPERDEX_COMPILED_NEWTON", "1") != "0"
 
 def solver_path(potentials, params) -> tuple:
     """("compiled", plan) or ("numpy", reason) for a step with these potentials (sim/newton_kernel.py)."""
     if not COMPILED_NEWTON:
-        return "numpy", "the compiled Newton is off (SUPERDEX_COMPILED_NEWTON=1 turns it on)"
+        return "numpy", "the compiled Newton is off (SUPERDEX_COMPILED_NEWTON=0 or pipeline.COMPILED_NEWTON = False)"
     kplan = newton_kernel.plan(CORE_POTENTIALS + tuple(potentials), params)
     if isinstance(kplan, str):
         return "numpy", kplan

@@ -16,7 +16,8 @@ def compile_kernels() -> float:
     colliders, pivot position and rotation constraints, both rotational-inertia forms, gravity, DoF loads and
     offset forces, the contact depth of the free-finger envs' initial guess, and the step's own: SO(3) exp / log,
     convergence weights, the static actors' selection, the tunnelling ratio next to a static box that turns between
-    the steps) and return the seconds it took: ~25 s from a cold cache, under 1 s from a warm one."""
+    the steps) and return the seconds it took: ~25-30 s from a cold cache (the compiled Newton's callees in two child
+    processes meanwhile, `kernels.newton.compile_callees_elsewhere`), under 1 s from a warm one."""
     from . import (ColliderType, InitialGuess, create_box_mesh_shape, create_icosphere_shape, create_plane_shape,
                    create_scene)
     from .experimental import enable_newton_euler_inertia

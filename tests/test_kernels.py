@@ -89,10 +89,18 @@ def test_kernel_arrays_are_contiguous_writable_copies_only_when_needed():
 
 def test_kernels_compile_from_a_cold_cache(tmp_path):
     """A fresh NUMBA_CACHE_DIR (cold cache): `compile_kernels` compiles every kernel a default-path step calls from
-    Python and writes its cache there, and a scene stepped after it gives the right numbers."""
+    Python and writes its cache there, and a scene stepped after it gives the right numbers. The compiled Newton's
+    callees are compiled by child processes (`compile_callees_elsewhere`) while this one compiles newton_stage:
+    this process loads them from the cache, which `jit.in_disk_cache` did not hold before."""
     code = (
+        "from superdex_gym.sim.jit import in_disk_cache\n"
+        "from superdex_gym.sim.kernels import newton as nk\n"
+        "fn, sig = nk._BY_ADDRESS[nk._CONTACT]\n"
+        "before = in_disk_cache(fn, sig.args)\n"
         "from superdex_gym.sim.warmup import compile_kernels\n"
         "compile_kernels()\n"
+        "print(before, in_disk_cache(fn, sig.args), sum(fn.stats.cache_hits.values()),"
+        " sum(fn.stats.cache_misses.values()))\n"
         "import superdex_gym.sim as mochi\n"
         "s = mochi.create_scene(); s.create_rigid_actor(shape=mochi.create_box_mesh_shape([0.1, 0.1, 0.1]),"
         " density=1000.0, angular_velocity=[1, 2, 3])\n"
@@ -101,14 +109,17 @@ def test_kernels_compile_from_a_cold_cache(tmp_path):
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stderr
-    velocity, g = map(float, out.stdout.split())
+    lines = out.stdout.splitlines()
+    assert lines[0].split() == ["False", "True", "1", "0"]  # cold, then cached; loaded here, not compiled here
+    velocity, g = map(float, lines[1].split())
     assert velocity == pytest.approx(g * 0.01, rel=1e-12)  # one backward-Euler step of free fall: v = g dt
     cached = {p.name.split("-")[0] for p in (tmp_path / "cache").rglob("*.nbi")}  # "<module>.<kernel>-<line>..."
-    entry_points = ["contact.contact_terms", "depth.contact_depth", "constraints.point_pivot_values",
-                    "constraints.rotation_pivot_values", "constraints.one_actor_compliance", "inertia.translational_inertia",
-                    "inertia.rotational_inertia", "inertia.gravity", "loads.dof_loads", "loads.offset_forces",
-                    "loads.newton_euler_inertia", "step.tunnelling_worst", "step.log_so3_batch", "step.exp_so3_parts",
-                    "step.exp_so3_finish", "step.torque_weights", "step.select_static"]
+    entry_points = ["newton.newton_stage", "newton._newton_direction", "contact.contact_terms", "depth.contact_depth",
+                    "constraints.point_pivot_values", "constraints.rotation_pivot_values",
+                    "constraints.one_actor_compliance", "inertia.translational_inertia", "inertia.rotational_inertia",
+                    "inertia.gravity", "loads.dof_loads", "loads.offset_forces", "loads.newton_euler_inertia",
+                    "step.tunnelling_worst", "step.log_so3_batch", "step.exp_so3_parts", "step.exp_so3_finish",
+                    "step.torque_weights", "step.select_static"]
     assert [k for k in entry_points if k not in cached] == [], sorted(cached)
 
 

@@ -116,33 +116,30 @@ def test_solver_path_names_why_a_scene_stays_on_numpy(compiled_newton):
     scene2, _ = _stack(1)
     scene2.add_potential(Spring())
     assert scene2.solver_path() == "numpy: potential Spring has no per-world kernel"
-    pipeline.COMPILED_NEWTON = False
+    pipeline.COMPILED_NEWTON = False  # the fixture's monkeypatch restores the default
     assert scene2.solver_path().startswith("numpy: the compiled Newton is off")
 
 
-@pytest.mark.slow  # compiles the whole-Newton kernel: ~40 s cold (the opt-in path)
+@pytest.mark.slow  # compiles both Newton paths
 @pytest.mark.parametrize("ls_type", [LineSearchType.RESIDUAL_NORM, LineSearchType.ARMIJO])
-def test_compiled_newton_matches_numpy_newton_on_a_stack(ls_type):
+def test_compiled_newton_matches_numpy_newton_on_a_stack(ls_type, monkeypatch):
     ends = {}
     for compiled in (False, True):
-        pipeline.COMPILED_NEWTON = compiled
-        try:
-            scene, actors = _stack(2)
-            params = scene.get_solver_params()
-            params.non_linear_solver.line_search_type = ls_type
-            scene.set_solver_params(params)
-            _kick(actors, 1)
-            for _ in range(15):
-                scene.step(0.01)
-            ends[compiled] = (scene._state.current.com_position.copy(), scene._state.current.rotation.copy())
-        finally:
-            pipeline.COMPILED_NEWTON = False
+        monkeypatch.setattr(pipeline, "COMPILED_NEWTON", compiled)
+        scene, actors = _stack(2)
+        params = scene.get_solver_params()
+        params.non_linear_solver.line_search_type = ls_type
+        scene.set_solver_params(params)
+        _kick(actors, 1)
+        for _ in range(15):
+            scene.step(0.01)
+        ends[compiled] = (scene._state.current.com_position.copy(), scene._state.current.rotation.copy())
     # Round-off per solve ~1e-16 m; 15 contact steps amplify it by far less than 1e6.
     np.testing.assert_allclose(ends[True][0], ends[False][0], rtol=0, atol=1e-10)
     np.testing.assert_allclose(ends[True][1], ends[False][1], rtol=0, atol=1e-10)
 
 
-@pytest.mark.slow  # compiles the whole-Newton kernel: ~40 s cold (the opt-in path)
+@pytest.mark.slow  # compiles both Newton paths
 def test_worlds_stepped_together_equal_worlds_stepped_alone(compiled_newton):
     num = 3
     scene, actors = _stack(num)
@@ -160,7 +157,7 @@ def test_worlds_stepped_together_equal_worlds_stepped_alone(compiled_newton):
         assert np.array_equal(alone._state.current.rotation[0], together[1][w])
 
 
-@pytest.mark.slow  # compiles the whole-Newton kernel: ~40 s cold (the opt-in path)
+@pytest.mark.slow  # compiles both Newton paths
 @pytest.mark.parametrize("threads", [2, 3])
 def test_worker_threads_give_the_serial_results_bit_for_bit(compiled_newton, monkeypatch, threads):
     """``initialize(num_worker_threads=N)`` splits the worlds into N contiguous slices on N threads (5 worlds: 3+2
@@ -202,8 +199,8 @@ def test_worker_threads_give_the_serial_results_bit_for_bit(compiled_newton, mon
     assert np.abs(serial_c[:, 1:] - serial_c[0, 1:]).max() > 1e-3  # the worlds really differ (kicked apart)
 
 
-@pytest.mark.slow  # compiles the whole-Newton kernel: ~40 s cold (the opt-in path)
-def test_push_env_on_the_compiled_newton_follows_the_numpy_one():
+@pytest.mark.slow  # compiles both Newton paths
+def test_push_env_on_the_compiled_newton_follows_the_numpy_one(monkeypatch):
     import gymnasium as gym
 
     import superdex_gym  # noqa: F401
@@ -211,16 +208,13 @@ def test_push_env_on_the_compiled_newton_follows_the_numpy_one():
     actions = np.random.default_rng(3).uniform(-1, 1, (30, 4)).astype(np.float32)
     obs = {}
     for compiled in (False, True):
-        pipeline.COMPILED_NEWTON = compiled
-        try:
-            env = gym.make("SuperDex/Push-v0")
-            env.reset(seed=5)
-            if compiled:
-                assert env.unwrapped.worlds.scene.solver_path() == "compiled"
-            obs[compiled] = np.array([env.step(a)[0]["observation"] for a in actions])
-            env.close()
-        finally:
-            pipeline.COMPILED_NEWTON = False
+        monkeypatch.setattr(pipeline, "COMPILED_NEWTON", compiled)
+        env = gym.make("SuperDex/Push-v0")
+        env.reset(seed=5)
+        if compiled:
+            assert env.unwrapped.worlds.scene.solver_path() == "compiled"
+        obs[compiled] = np.array([env.step(a)[0]["observation"] for a in actions])
+        env.close()
     # float32 observations; bit-identical on the development host, round-off elsewhere.
     np.testing.assert_allclose(obs[True], obs[False], rtol=0, atol=1e-6)
 

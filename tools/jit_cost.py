@@ -3,7 +3,8 @@ with DoF loads, an offset force and Newton-Euler inertia (every potential kernel
 each part and the kernels that compiled, each with its own time (its callees' compiles subtracted), from numba's
 ``numba:compile`` events. Point ``NUMBA_CACHE_DIR`` at an empty directory for a cold measurement.
 
-    NUMBA_CACHE_DIR=$(mktemp -d) python tools/jit_cost.py --compiled-newton
+    NUMBA_CACHE_DIR=$(mktemp -d) python tools/jit_cost.py            # the default (compiled Newton) path
+    NUMBA_CACHE_DIR=$(mktemp -d) python tools/jit_cost.py --numpy-newton
 
 docs/engine.md ("Solver paths") and docs/benchmark_history.md hold the figures it gave.
 """
@@ -39,7 +40,7 @@ class OwnCompileTimes(event.Listener):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--compiled-newton", action="store_true", help="step on the compiled per-world Newton")
+    parser.add_argument("--numpy-newton", action="store_true", help="step on the numpy Newton (default: compiled)")
     parser.add_argument("--top", type=int, default=25, help="how many kernels to list (default 25)")
     args = parser.parse_args(argv)
     compiles = OwnCompileTimes()
@@ -53,7 +54,7 @@ def main(argv=None) -> int:
     from superdex_gym.benchmark import _contact_scene
     from superdex_gym.sim import pipeline
 
-    pipeline.COMPILED_NEWTON = args.compiled_newton
+    pipeline.COMPILED_NEWTON = not args.numpy_newton
     parts = {"imports": time.perf_counter() - T_START}
     t = time.perf_counter()
     env = gym.make("SuperDex/Push-v0")

@@ -27,7 +27,7 @@ import numpy as np
 
 from numba import types
 
-from ..jit import address_call, inner_kernel, kernel, wrapper_address
+from ..jit import address_call, compile_in_processes, in_disk_cache, inner_kernel, kernel, wrapper_address
 from .constraints import one_actor_compliance, point_pivot_values, rotation_pivot_values
 from .contact import contact_terms
 from .inertia import gravity, rotational_inertia, translational_inertia
@@ -310,22 +310,47 @@ _BY_ADDRESS = (  # (kernel, signature), in the order of callee_addresses
 _addresses = np.zeros(len(_BY_ADDRESS), dtype=np.int64)  # 0 until a stage first needs the kernel
 
 
-def callee_addresses(newton_euler, loads, offset_forces, contact, point_pivots, rotation_pivots) -> np.ndarray:
-    """The addresses of the kernels newton_stage calls by address (int64, `_BY_ADDRESS` order), for a stage with
-    these optional terms. A kernel is compiled (or loaded from the cache) when a stage first needs it, so a scene
-    compiles only the potential kernels it uses; the others stay 0, and newton_stage calls each optional kernel
-    only under the flag that made it needed here (its any_newton_euler, any_load, has_offset_forces, has_contact,
-    pp_count, pr_count)."""
+def needed_callees(newton_euler, loads, offset_forces, contact, point_pivots, rotation_pivots) -> list[int]:
+    """The `_BY_ADDRESS` indices of the kernels a stage with these optional terms calls."""
     needed = [_TRANSLATIONAL, _ROTATIONAL, _GRAVITY, _DIRECTION]
     for flag, indices in ((newton_euler, (_NEWTON_EULER,)), (loads, (_DOF_LOADS,)), (offset_forces, (_OFFSET_FORCES,)),
                           (contact, (_CONTACT,)), (point_pivots, (_POINT_PIVOTS, _COMPLIANCE)),
                           (rotation_pivots, (_ROTATION_PIVOTS, _COMPLIANCE))):
         if flag:
             needed.extend(indices)
+    return needed
+
+
+def callee_addresses(needed: list[int]) -> np.ndarray:
+    """The addresses of the kernels newton_stage calls by address (int64, `_BY_ADDRESS` order), with the
+    ``needed`` ones (`needed_callees`) set. A kernel is compiled (or loaded from the cache) when a stage first
+    needs it, so a scene compiles only the potential kernels it uses; the others stay 0, and newton_stage calls
+    each optional kernel only under the flag that made it needed (its any_newton_euler, any_load,
+    has_offset_forces, has_contact, pp_count, pr_count)."""
     for index in needed:
         if _addresses[index] == 0:
             _addresses[index] = wrapper_address(*_BY_ADDRESS[index])
     return _addresses
+
+
+def compile_callees(indices) -> None:
+    """Compile the `_BY_ADDRESS` kernels ``indices`` into the on-disk cache (a child process's work in
+    `compile_callees_elsewhere`)."""
+    for index in indices:
+        wrapper_address(*_BY_ADDRESS[index])
+
+
+def compile_callees_elsewhere(needed: list[int]) -> list:
+    """On a cold cache, start child processes that compile the ``needed`` callees not yet loaded here (contact in
+    one, the rest in another: ~8 and ~10 s of compiling on these machines), so that this process can compile
+    newton_stage meanwhile; [] when they are cached or already loaded (nothing to gain), or caching is off."""
+    todo = [i for i in needed if _addresses[i] == 0]
+    fn, sig = _BY_ADDRESS[_DIRECTION]
+    if not todo or in_disk_cache(fn, sig.args) is not False:
+        return []
+    groups = [[i for i in todo if i == _CONTACT], [i for i in todo if i != _CONTACT]]
+    return compile_in_processes([f"from {__name__} import compile_callees; compile_callees({group})"
+                                 for group in groups if group])
 
 
 @kernel(no_cfunc_wrapper=True)  # called from Python only: no C-callable wrapper to build
