@@ -34,12 +34,19 @@ def test_push_staged_reward_terms_on_placed_positions():
     np.testing.assert_allclose(t["reward"][:3], 0.5 * (1 + place))
     # not reached: the reach term alone, half weight (the 4th grip is 24 cm above the pose)
     np.testing.assert_allclose(t["reward"][3], 0.5 * (1 - np.tanh(5 * 0.24)))
+    # k_gate: the place term weighted by a sharp kernel of the grip's distance to the pose, not switched at 1.5 cm
+    off = pose + [0.0, 0.02, 0.0]  # 2 cm beside the pose: the hard gate pays no place term there
+    hard, soft = push_staged_reward(off, cube, goal, [False] * 4), push_staged_reward(off, cube, goal, [False] * 4,
+                                                                                     k_gate=30.0)
+    np.testing.assert_array_equal(hard["reached"][:3], 0.0)
+    np.testing.assert_allclose(soft["reached"][:3], 1 - np.tanh(30 * 0.02))
+    np.testing.assert_allclose(soft["reward"][:3], 0.5 * (hard["reach"][:3] + (1 - np.tanh(0.6)) * place))
     # success is the maximum, whatever the gripper does; every reward lies in [0, 1]
     s = push_staged_reward(np.array([[0.9, 0.9, 0.3]]), cube[:1], cube[:1] + [0.01, 0, 0], [True])
     assert s["reward"][0] == 1.0 and s["reached"][0] == 0
     rng = np.random.default_rng(0)
     r = push_staged_reward(rng.uniform(-1, 1, (500, 3)), rng.uniform(-1, 1, (500, 3)), rng.uniform(-1, 1, (500, 3)),
-                           rng.random(500) < 0.2)["reward"]
+                           rng.random(500) < 0.2, k_gate=30.0)["reward"]
     assert np.all((r >= 0) & (r <= 1))
 
 

@@ -8,7 +8,7 @@ the spirit of ManiSkill's PushCube dense reward. Per step, in [0, 1]:
   (``push_offset_m`` from the cube's centre, the closed fingers' half depth plus a few mm past the cube's face) at
   ``push_height_m`` above the table, so it follows the goal's direction (ours lie all around the cube);
 * place, once reached (grip within ``reached_tol_m`` of the push pose): ``1 - tanh(k_place * d(cube, goal))``;
-  with ``soft_gate`` weighted by the reach term instead (``reached`` = reach);
+  with ``k_gate`` > 0, weighted by a sharper reach kernel ``1 - tanh(k_gate * d(grip, push pose))`` instead;
 * success (the task's: the cube within its success radius): the step's reward is the maximum, ``1``.
 
 reward = (reach + reached * place) / 2, or 1 on success; the terms go in ``info`` (``reward_reach``,
@@ -28,7 +28,7 @@ GRIP, CUBE = slice(0, 3), slice(3, 6)
 
 
 def push_staged_reward(grip, cube, goal, success, *, cube_half_m=0.02, push_offset_m=0.035, push_height_m=0.01,
-                       reached_tol_m=0.015, k_reach=5.0, k_place=5.0, soft_gate=False) -> dict:
+                       reached_tol_m=0.015, k_reach=5.0, k_place=5.0, k_gate=0.0) -> dict:
     """The staged reward's terms for batches (W, 3) of grip point, cube and goal positions and (W,) success; the
     ``reward`` term is their normalized sum. Pure numpy, so tests check it on hand-made positions."""
     grip, cube, goal = (np.asarray(a, dtype=np.float64) for a in (grip, cube, goal))
@@ -41,9 +41,12 @@ def push_staged_reward(grip, cube, goal, success, *, cube_half_m=0.02, push_offs
     pose[:, 2] = cube[:, 2] - cube_half_m + push_height_m
     d_reach = np.linalg.norm(grip - pose, axis=1)
     reach = 1.0 - np.tanh(k_reach * d_reach)
-    # soft_gate: the place term weighted by the reach term instead of switched on at reached_tol_m, so moving the
-    # cube (away from or towards the goal) counts from the first contact, not only once the pose is hit
-    reached = reach if soft_gate else (d_reach < reached_tol_m).astype(np.float64)
+    # k_gate > 0: the place term weighted by a sharp kernel of the same distance instead of switched on at
+    # reached_tol_m, so a push slightly off the line already pays a little, and one on it pays more
+    if k_gate > 0:
+        reached = 1.0 - np.tanh(k_gate * d_reach)
+    else:
+        reached = (d_reach < reached_tol_m).astype(np.float64)
     place = 1.0 - np.tanh(k_place * np.linalg.norm(goal - cube, axis=1))
     success = np.asarray(success, dtype=bool)
     reward = np.where(success, 1.0, 0.5 * (reach + reached * place))
