@@ -98,11 +98,8 @@ REWARDS = {"push_staged": PushStagedReward}
 
 
 def wrap_reward(venv, name: str, params: dict | None = None):
-    """``venv`` with the training reward ``name`` (``"env"``: unchanged; else a key of ``REWARDS``)."""
+    """``venv`` with the training reward ``name`` (``"env"``: unchanged; else a key of ``REWARDS``; train.py's
+    ``check_reward`` validated both names and constants with the config)."""
     if name == "env":
-        if params:
-            raise ValueError(f"[reward] sets {sorted(params)} but train.reward = 'env' uses the env's own reward")
         return venv
-    if name not in REWARDS:
-        raise ValueError(f"train.reward must be 'env' or one of {sorted(REWARDS)}, got {name!r}")
     return REWARDS[name](venv, **(params or {}))
