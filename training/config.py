@@ -4,7 +4,8 @@ A config is looked up by name (the packaged files: ``available_configs()``, e.g.
 (``.toml`` or ``.json``; the ``config.json`` a training run writes is a resolved config and trains again as it
 is). Sections:
 
-* ``env_id``, ``algo`` (``"sac"``, or ``"tqc"`` when sb3-contrib is installed)
+* ``env_id``, ``algo`` (``"sac"``, or ``"tqc"`` when sb3-contrib is installed: off-policy, with HER; or ``"ppo"``:
+  on-policy, no replay buffer, HER or warm-up)
 * ``[env]``: extra ``gym.make`` kwargs of the environment (physics, cube, goal range, ...)
 * ``[train]``: total_timesteps, num_envs, seed, device, progress_bar, checkpoint_freq, eval_freq, eval_episodes,
   eval_seed, deterministic_torch, torch_threads, normalize (running mean / std of the observation dict,
@@ -13,9 +14,12 @@ is). Sections:
   ``"scripted"``: the probability that a world's action is a uniform sample instead), clip_target_q (sparse
   rewards only: the critic's bootstrapped values clamped to the -1/0 reward's return range [-1 / (1 - gamma), 0],
   as the HER baselines clip their targets), video (``"gif"``,
-  ``"mp4"`` or ``"none"``: one rendered episode of the final model, seed eval_seed, written after training)
+  ``"mp4"`` or ``"none"``: one rendered episode of the final model, seed eval_seed, written after training),
+  normalize_reward (``"ppo"`` only: ``VecNormalize``'s running return scaling of the reward), reward (``"env"``:
+  the env's own; ``"push_staged"``: a shaped Push reward for learners without HER, ``training/rewards.py``)
 * ``[model]``: keyword arguments of the algorithm (``SAC(...)``), with ``policy`` and ``policy_kwargs``
-* ``[her]``: ``HerReplayBuffer`` kwargs (n_sampled_goal, goal_selection_strategy)
+* ``[her]``: ``HerReplayBuffer`` kwargs (n_sampled_goal, goal_selection_strategy); off-policy algos only
+* ``[reward]``: keyword arguments of the ``train.reward`` wrapper (its shaping constants)
 
 Overrides are ``"section.key=value"`` strings (value in TOML or JSON syntax, else a plain string), e.g.
 ``model.policy_kwargs.net_arch=[64, 64]`` or ``train.eval_freq=0``.
@@ -60,11 +64,14 @@ DEFAULTS = {
         "warmup_random_prob": 0.3,
         "clip_target_q": False,
         "video": "gif",
+        "normalize_reward": False,
+        "reward": "env",
     },
     "model": {"policy": "MultiInputPolicy", "policy_kwargs": {}},
     "her": {"n_sampled_goal": 4, "goal_selection_strategy": "future"},
+    "reward": {},
 }
-SECTIONS = ("env", "train", "model", "her")
+SECTIONS = ("env", "train", "model", "her", "reward")
 TOP_LEVEL = ("env_id", "algo")
 RECORD_KEYS = ("source", "versions", "notes")  # written into a run's config.json; ignored when it is read back
 

@@ -46,7 +46,11 @@ def algorithm_class(name: str):
         except ModuleNotFoundError as e:
             raise ModuleNotFoundError("algo 'tqc' needs the 'sb3-contrib' package (pip install sb3-contrib)") from e
         return TQC
-    raise ValueError(f"unknown algo {name!r}; expected 'sac' or 'tqc'")
+    if name == "ppo":
+        from stable_baselines3 import PPO
+
+        return PPO
+    raise ValueError(f"unknown algo {name!r}; expected 'sac', 'tqc' or 'ppo'")
 
 
 def run_config_of(model_path: str | Path) -> dict | None:
@@ -227,7 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", default=None, help="write the results as JSON to this path")
     p.add_argument("--vecnormalize", default=None,
                    help="observation-normalization statistics (default: <model>_vecnormalize.pkl beside the model)")
-    p.add_argument("--algo", default=None, help="sac or tqc (default: from the model's config.json, else sac)")
+    p.add_argument("--algo", default=None, help="sac, tqc or ppo (default: from the model's config.json, else sac)")
     p.add_argument("--device", default="cpu")
     return p
 

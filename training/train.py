@@ -1,11 +1,13 @@
-"""Train SAC + HER on a SuperDex environment from a config file.
+"""Train SAC + HER (or PPO) on a SuperDex environment from a config file.
 
     python -m superdex_gym.training.train --config push --total-timesteps 1000000 --seed 0 --num-envs 16 \\
         --output runs/push-s0
 
 The environment is the native batched SB3 VecEnv (``SuperDexSB3VecEnv``: ``--num-envs`` worlds in one engine
 scene, world i seeded with seed + i), the replay buffer ``HerReplayBuffer``, the policy ``MultiInputPolicy``; the
-hyperparameters come from the config (``configs/push.toml``, sources cited there). ``--total-timesteps`` is
+hyperparameters come from the config (``configs/push.toml``, sources cited there). With ``algo = "ppo"``
+(``configs/push_ppo.toml``) there is no replay buffer, HER or warm-up: SB3's PPO collects ``model.n_steps``
+batched steps of every world per update, usually with a shaped reward (``train.reward``, ``rewards.py``). ``--total-timesteps`` is
 rounded up to a multiple of ``--num-envs`` (each batched step adds that many; the run says so). The run writes,
 in OUTPUT, and lists at its end:
 
@@ -20,7 +22,8 @@ in OUTPUT, and lists at its end:
     progress.csv            SB3's logger (losses, entropy coefficient, rollout success rate, ...)
     checkpoints/            model_<timesteps>_steps.zip (+ model_vecnormalize_<timesteps>_steps.pkl) every
                             --checkpoint-freq timesteps (no folder when none falls due), and the replay buffer
-                            of the latest one, model_replay_buffer_<timesteps>_steps.pkl (what --resume needs)
+                            of the latest one, model_replay_buffer_<timesteps>_steps.pkl (what --resume needs;
+                            PPO has none: its rollout buffer is refilled after every update)
 
 Evaluations run ``eval_episodes`` seeded episodes (seeds eval_seed + i, the same every time) of the deterministic
 policy on a separate batched env every ``--eval-freq`` timesteps and once at the end. The same seed and config
@@ -74,8 +77,9 @@ except ModuleNotFoundError as _e:  # pragma: no cover - depends on the install
 import gymnasium as gym
 import numpy as np
 
-from .config import available_configs, cli_exit_code, load_config
+from .config import DEFAULTS, available_configs, cli_exit_code, load_config
 from .evaluate import algorithm_class
+from .rewards import wrap_reward
 from .rollout import ModelPolicy, check_mp4_support, make_eval_vec_env, run_batched_episodes
 from .run_outputs import (atomic_open, atomic_write_text, format_outputs, plot_curve, read_curve, record_episode,
                           remove_if_empty, write_curve, written_since)
@@ -189,6 +193,8 @@ def save_run_checkpoint(model, directory: Path, rows: list[dict], cfg: dict) -> 
     atomic_write_text(directory / "config.json", json.dumps(cfg, indent=2) + "\n")
     write_curve(directory / "learning_curve.csv", [r for r in rows if r["timesteps"] <= n])
     save_model(model, ck / f"model_{n}_steps.zip", ck / f"model_vecnormalize_{n}_steps.pkl")
+    if not has_replay_buffer(model):  # on-policy: the model and its statistics are the whole state
+        return directory
     with atomic_open(ck / f"model_replay_buffer_{n}_steps.pkl", "wb") as f:
         pickle.dump(model.replay_buffer, f)
     for old in ck.glob("model_replay_buffer_*_steps.pkl"):
@@ -197,15 +203,22 @@ def save_run_checkpoint(model, directory: Path, rows: list[dict], cfg: dict) -> 
     return directory
 
 
-def latest_checkpoint(run_dir: Path) -> tuple[int, Path]:
+def has_replay_buffer(model) -> bool:
+    return getattr(model, "replay_buffer", None) is not None
+
+
+def latest_checkpoint(run_dir: Path, needs_replay_buffer: bool = True) -> tuple[int, Path]:
     """The timesteps and model file of the newest complete checkpoint in ``run_dir/checkpoints`` (one with its
-    replay buffer)."""
+    replay buffer, unless the algorithm is on-policy: ``needs_replay_buffer=False``)."""
     ck = Path(run_dir) / "checkpoints"
     found = []
     for p in ck.glob("model_*_steps.zip"):
         m = CHECKPOINT_RE.fullmatch(p.name)
-        if m and (ck / f"model_replay_buffer_{m.group(1)}_steps.pkl").is_file():
+        if m and (not needs_replay_buffer or (ck / f"model_replay_buffer_{m.group(1)}_steps.pkl").is_file()):
             found.append((int(m.group(1)), p))
+    if not found and not needs_replay_buffer:
+        raise FileNotFoundError(f"resume: no checkpoint in {ck} (runs write one every train.checkpoint_freq "
+                                f"timesteps; a run with checkpoint_freq = 0 cannot resume)")
     if not found:
         raise FileNotFoundError(f"resume: no checkpoint with a replay buffer in {ck} (runs write one every "
                                 f"train.checkpoint_freq timesteps; a run with checkpoint_freq = 0 cannot resume)")
@@ -293,6 +306,50 @@ def torch_settings(deterministic: bool, threads: int):
         torch.set_num_threads(previous_threads)
 
 
+ON_POLICY = ("ppo",)
+# [model] keys of the off-policy algorithms' replay buffers and warm-up, which PPO does not take
+OFF_POLICY_MODEL_KEYS = ("buffer_size", "learning_starts", "train_freq", "gradient_steps", "tau",
+                         "optimize_memory_usage", "target_update_interval", "action_noise")
+
+
+def check_on_policy(cfg: dict) -> None:
+    """An on-policy config has no warm-up, HER or replay buffer: a key that asks for one is an error naming it
+    (it would otherwise be ignored, or fail deep in SB3). ``[her]`` is emptied so the written config says so."""
+    t, algo = cfg["train"], cfg["algo"]
+    if t["warmup_policy"] != "random":
+        raise ValueError(f"train.warmup_policy = {t['warmup_policy']!r}: algo {algo!r} is on-policy, it learns from "
+                         "its own rollouts only and has no warm-up (remove the key)")
+    for key in OFF_POLICY_MODEL_KEYS:
+        if key in cfg["model"]:
+            raise ValueError(f"model.{key} is a replay-buffer / warm-up option of the off-policy algos; algo "
+                             f"{algo!r} has none (remove the key)")
+    for key, value in cfg["her"].items():
+        if DEFAULTS["her"].get(key) != value:
+            raise ValueError(f"her.{key}: algo {algo!r} is on-policy, it has no replay buffer to relabel with HER "
+                             "(remove the [her] section)")
+    if t["normalize_reward"] and not t["normalize"]:
+        raise ValueError("train.normalize_reward scales rewards in the VecNormalize that train.normalize adds; set "
+                         "train.normalize = true too")
+    cfg["her"] = {}
+
+
+def check_reward(cfg: dict) -> None:
+    """``train.reward`` names a known wrapper, for an env it can read, with valid ``[reward]`` constants."""
+    from .rewards import REWARDS
+
+    name, params = cfg["train"]["reward"], cfg["reward"]
+    if name == "env":
+        if params:
+            raise ValueError(f"[reward] sets {sorted(params)}, but train.reward = 'env' uses the env's own reward")
+        return
+    if name not in REWARDS:
+        raise ValueError(f"train.reward must be 'env' or one of {sorted(REWARDS)}, got {name!r}")
+    if cfg["env_id"] not in REWARDS[name].env_ids:
+        raise ValueError(f"train.reward = {name!r} reads Push's observation layout; env_id must be one of "
+                         f"{list(REWARDS[name].env_ids)}, got {cfg['env_id']!r}")
+    REWARDS[name].check_params(params)
+
+
 def resolve(config, *, total_timesteps=None, seed=None, num_envs=None, device=None, progress_bar=None,
             checkpoint_freq=None, eval_freq=None, eval_episodes=None, video=None, overrides=()) -> dict:
     """The config (name, path or dict) with the overrides and the command-line values applied, validated."""
@@ -312,6 +369,17 @@ def resolve(config, *, total_timesteps=None, seed=None, num_envs=None, device=No
         raise ValueError(f"train.warmup_random_prob must be in [0, 1], got {t['warmup_random_prob']!r}")
     if not isinstance(t["clip_target_q"], bool):
         raise ValueError(f"train.clip_target_q must be true or false, got {t['clip_target_q']!r}")
+    if cfg["algo"] in ON_POLICY:
+        check_on_policy(cfg)
+    else:
+        if t["normalize_reward"]:
+            raise ValueError(f"train.normalize_reward is for on-policy algos ({', '.join(ON_POLICY)}): HER recomputes "
+                             f"{cfg['algo']!r}'s rewards from the stored goals, unnormalized")
+        if t["reward"] != "env":
+            raise ValueError(f"train.reward = {t['reward']!r} is for on-policy algos ({', '.join(ON_POLICY)}): HER "
+                             f"relabels {cfg['algo']!r}'s rewards with the env's compute_reward, which it would not "
+                             "match")
+    check_reward(cfg)
     if t["clip_target_q"] and cfg["algo"] != "sac":
         raise ValueError(f"train.clip_target_q is implemented for algo 'sac' (its twin critics), not {cfg['algo']!r}")
     if t["clip_target_q"] and gym.spec(cfg["env_id"]).kwargs.get("dense_reward", False):
@@ -330,6 +398,8 @@ def resolve(config, *, total_timesteps=None, seed=None, num_envs=None, device=No
         cfg.setdefault("notes", []).append(f"train.total_timesteps rounded up from {t['total_timesteps']} to {rounded},"
                                            f" a multiple of num_envs = {n} (each batched step adds {n} timesteps)")
         t["total_timesteps"] = rounded
+    if cfg["algo"] in ON_POLICY:  # no replay buffer to size, no episodes HER must wait for
+        return cfg
     buffer, cap = int(cfg["model"].get("buffer_size", 1_000_000)), t["total_timesteps"] + t["num_envs"]
     if buffer > cap:  # never filled past the run's length: the rest is memory and checkpoint size
         cfg["model"]["buffer_size"] = cap  # + one batched step: the last one fills it without wrapping around
@@ -365,7 +435,8 @@ def train(config=None, *, output: str | Path | None = None, total_timesteps=None
                              f"(change values with overrides / total_timesteps), got config={config!r}")
         if not (resume / "config.json").is_file():
             raise FileNotFoundError(f"resume: {resume} is not a run directory (no config.json in it)")
-        resume_from = latest_checkpoint(resume)  # fails before anything is written
+        run_algo = json.loads((resume / "config.json").read_text()).get("algo", "sac")
+        resume_from = latest_checkpoint(resume, run_algo not in ON_POLICY)  # fails before anything is written
         config = resume / "config.json"
     cfg = resolve("push" if config is None else config, total_timesteps=total_timesteps, seed=seed,
                   num_envs=num_envs, device=device, progress_bar=progress_bar, checkpoint_freq=checkpoint_freq,
@@ -400,8 +471,10 @@ def train(config=None, *, output: str | Path | None = None, total_timesteps=None
         else:
             s_env = s
         set_random_seed(s_env)
-        venv = VecMonitor(SuperDexSB3VecEnv(n, seed=s_env, env_id=cfg["env_id"],
-                                            max_episode_steps=int(spec.max_episode_steps or 50), **env_kwargs))
+        venv = SuperDexSB3VecEnv(n, seed=s_env, env_id=cfg["env_id"],
+                                 max_episode_steps=int(spec.max_episode_steps or 50), **env_kwargs)
+        # inside the monitor: episode returns (and the rollout/ep_rew_mean log) are the reward trained on
+        venv = VecMonitor(wrap_reward(venv, t["reward"], cfg["reward"]))
         cls = algorithm_class(cfg["algo"])
         if t["warmup_policy"] == "scripted":
             cls = type(cls.__name__, (ScriptedWarmup, cls), {})
@@ -414,22 +487,26 @@ def train(config=None, *, output: str | Path | None = None, total_timesteps=None
                 venv = VecNormalize.load(str(norm), venv)
             model = cls.load(resume_from[1], env=venv, device=t["device"])
             model.set_random_seed(s_env)
-            # the buffer's unfinished episodes are closed: the worlds restart from a reset
-            model.load_replay_buffer(ck / f"model_replay_buffer_{start_n}_steps.pkl", truncate_last_traj=True)
+            if cfg["algo"] not in ON_POLICY:  # the buffer's unfinished episodes are closed: the worlds restart
+                model.load_replay_buffer(ck / f"model_replay_buffer_{start_n}_steps.pkl", truncate_last_traj=True)
             model._last_obs = None  # the saved observation belongs to worlds that no longer exist: reset them
             if verbose >= 1:
                 _print(f"resuming {resume} from {start_n} timesteps ({resume_from[1].name}) to "
                        f"{t['total_timesteps']}")
         else:
-            if t["normalize"]:  # observations only: HER recomputes rewards from the stored (raw) goals
-                venv = VecNormalize(venv, norm_obs=True, norm_reward=False, clip_obs=float(t["clip_obs"]),
-                                    gamma=float(cfg["model"].get("gamma", 0.99)))
+            if t["normalize"]:  # rewards only on-policy: HER recomputes rewards from the stored (raw) goals
+                venv = VecNormalize(venv, norm_obs=True, norm_reward=bool(t["normalize_reward"]),
+                                    clip_obs=float(t["clip_obs"]), gamma=float(cfg["model"].get("gamma", 0.99)))
             model_kwargs = dict(cfg["model"])
             policy = model_kwargs.pop("policy", "MultiInputPolicy")
             if isinstance(model_kwargs.get("train_freq"), list):
                 model_kwargs["train_freq"] = tuple(model_kwargs["train_freq"])
-            model = cls(policy, venv, replay_buffer_class=HerReplayBuffer, replay_buffer_kwargs=dict(cfg["her"]),
-                        seed=s, device=t["device"], verbose=0, **model_kwargs)
+            if cfg["algo"] in ON_POLICY:
+                model = cls(policy, venv, seed=s, device=t["device"], verbose=0, **model_kwargs)
+            else:
+                model = cls(policy, venv, replay_buffer_class=HerReplayBuffer,
+                            replay_buffer_kwargs=dict(cfg["her"]), seed=s, device=t["device"], verbose=0,
+                            **model_kwargs)
         if t["clip_target_q"]:
             clip_target_q(model, float(cfg["model"].get("gamma", 0.99)))
         if t["warmup_policy"] == "scripted":

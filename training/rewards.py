@@ -1,0 +1,105 @@
+"""Training-side rewards: an SB3 ``VecEnvWrapper`` that replaces the env's reward with a shaped one computed from
+the raw observation, selected by a config's ``train.reward`` (``"env"``: the env's own reward, unchanged).
+
+``"push_staged"`` (``PushStagedReward``): Push shaped for an on-policy learner without hindsight relabelling, in
+the spirit of ManiSkill's PushCube dense reward. Per step, in [0, 1]:
+
+* reach: ``1 - tanh(k_reach * d(grip, push pose))``, the push pose being behind the cube on the goal -> cube line
+  (``push_offset_m`` from the cube's centre, the closed fingers' half depth plus a few mm past the cube's face) at
+  ``push_height_m`` above the table, so it follows the goal's direction (ours lie all around the cube);
+* place, once reached (grip within ``reached_tol_m`` of the push pose): ``1 - tanh(k_place * d(cube, goal))``;
+  with ``k_gate`` > 0, weighted by a sharper reach kernel ``1 - tanh(k_gate * d(grip, push pose))`` instead;
+* success (the task's: the cube within its success radius): the step's reward is the maximum, ``1``.
+
+reward = (reach + reached * place) / 2, or 1 on success; the terms go in ``info`` (``reward_reach``,
+``reward_place``, ``reward_reached``, ``reward_env``: the env's own reward). It lives here, not in a registered id,
+because it needs the gripper's position, which the observation has: the env's ids and their ``compute_reward``
+(the goal-only reward HER relabels with) stay as they are, and no id exists whose ``compute_reward`` would not
+match its ``step`` reward.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from stable_baselines3.common.vec_env import VecEnvWrapper
+
+# Push's observation layout (envs/tasks/push.py): the grip point first, then the cube
+GRIP, CUBE = slice(0, 3), slice(3, 6)
+
+
+def push_staged_reward(grip, cube, goal, success, *, cube_half_m=0.02, push_offset_m=0.035, push_height_m=0.01,
+                       reached_tol_m=0.015, k_reach=5.0, k_place=5.0, k_gate=0.0) -> dict:
+    """The staged reward's terms for batches (W, 3) of grip point, cube and goal positions and (W,) success; the
+    ``reward`` term is their normalized sum. Pure numpy, so tests check it on hand-made positions."""
+    grip, cube, goal = (np.asarray(a, dtype=np.float64) for a in (grip, cube, goal))
+    to_goal = goal[:, :2] - cube[:, :2]
+    direction = to_goal / np.maximum(np.linalg.norm(to_goal, axis=1), 1e-9)[:, None]
+    pose = np.empty_like(cube)
+    pose[:, :2] = cube[:, :2] - push_offset_m * direction
+    # a height above the cube's bottom face (the scripted push's 1 cm: the fingers hit the cube's lower half and do
+    # not tip it), so a cube knocked off the table pulls the pose down with it
+    pose[:, 2] = cube[:, 2] - cube_half_m + push_height_m
+    d_reach = np.linalg.norm(grip - pose, axis=1)
+    reach = 1.0 - np.tanh(k_reach * d_reach)
+    # k_gate > 0: the place term weighted by a sharp kernel of the same distance instead of switched on at
+    # reached_tol_m, so a push slightly off the line already pays a little, and one on it pays more
+    if k_gate > 0:
+        reached = 1.0 - np.tanh(k_gate * d_reach)
+    else:
+        reached = (d_reach < reached_tol_m).astype(np.float64)
+    place = 1.0 - np.tanh(k_place * np.linalg.norm(goal - cube, axis=1))
+    success = np.asarray(success, dtype=bool)
+    reward = np.where(success, 1.0, 0.5 * (reach + reached * place))
+    return {"reward": reward, "reach": reach, "place": place, "reached": reached}
+
+
+class PushStagedReward(VecEnvWrapper):
+    """The staged Push reward over a Push-layout VecEnv with SB3's auto-reset (a world that ended is scored on its
+    ``terminal_observation``, not on the next episode's first observation). Wrap the raw env, inside
+    ``VecMonitor`` / ``VecNormalize``, so episode returns are the shaped ones and positions are in metres."""
+
+    env_ids = ("SuperDex/Push-v0", "SuperDex/PushDense-v0")  # the ids whose observation it reads
+
+    def __init__(self, venv, **params):
+        self.check_params(params)  # a misspelt constant fails before training, not at the first step
+        super().__init__(venv)
+        self.params = params
+
+    @staticmethod
+    def check_params(params: dict) -> None:
+        """ValueError naming a ``[reward]`` key that ``push_staged_reward`` does not take, or a negative value."""
+        try:
+            push_staged_reward(np.zeros((1, 3)), np.ones((1, 3)), np.ones((1, 3)), [False], **params)
+        except TypeError as e:
+            raise ValueError(f"[reward] for 'push_staged': {e}") from e
+        negative = sorted(k for k, v in params.items() if not float(v) >= 0)
+        if negative:
+            raise ValueError(f"[reward] {negative} must be >= 0 (distances and tanh scales)")
+
+    def reset(self):
+        return self.venv.reset()
+
+    def step_wait(self):
+        obs, env_rewards, dones, infos = self.venv.step_wait()
+        ob, goal = np.array(obs["observation"], dtype=np.float64), np.array(obs["desired_goal"], dtype=np.float64)
+        success = np.array([bool(info.get("is_success", False)) for info in infos])
+        for i in np.nonzero(dones)[0]:  # the new episode's first observation is in obs: score the one that ended
+            last = infos[i]["terminal_observation"]
+            ob[i], goal[i] = last["observation"], last["desired_goal"]
+        terms = push_staged_reward(ob[:, GRIP], ob[:, CUBE], goal, success, **self.params)
+        for i, info in enumerate(infos):
+            info["reward_env"] = float(env_rewards[i])
+            for name in ("reach", "place", "reached"):
+                info[f"reward_{name}"] = float(terms[name][i])
+        return obs, terms["reward"].astype(np.float32), dones, infos
+
+
+REWARDS = {"push_staged": PushStagedReward}
+
+
+def wrap_reward(venv, name: str, params: dict | None = None):
+    """``venv`` with the training reward ``name`` (``"env"``: unchanged; else a key of ``REWARDS``; train.py's
+    ``check_reward`` validated both names and constants with the config)."""
+    if name == "env":
+        return venv
+    return REWARDS[name](venv, **(params or {}))
