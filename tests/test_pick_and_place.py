@@ -12,13 +12,14 @@ PP = "SuperDex/PickAndPlace-v0"
 
 
 def test_grasp_figures_over_100_seeded_picks():
-    # Measured (seed 0, the env's CONSTANT_VELOCITY_AND_TARGETS_OUTSIDE start): 100/100 held (94 with the plain
-    # constant-velocity start), slip <= 0.03 mm, wander <= 0.015 mm, Newton converged on 99.98% of hold substeps.
-    # The issue's targets: >= 98 held, slip and wander < 1 mm, >= 95% converged (docs/environments.md, Grasping).
-    # Seeds 0-2 held 293/300 (97.7%); another platform's round-off re-draws the marginal picks, and a 97.7% grasp
-    # holds fewer than 94 of 100 with probability < 1% (binomial), so 94 is the bar here, not the target.
+    # Measured (seed 0, the row's defaults: CONSTANT_VELOCITY_AND_TARGETS_OUTSIDE start, substep_refinement 2):
+    # 100/100 held, slip <= 0.3 mm, wander <= 0.2 mm, Newton converged on 98.1% of hold substeps; seeds 0-4 held
+    # 499/500, converged 96.0-99.7%. The issue's targets: >= 98 held, slip and wander < 1 mm, >= 95% converged
+    # (docs/environments.md, Grasping). Another platform's round-off re-draws the marginal picks: at the 95% upper
+    # bound of the measured miss rate (1/500 -> 0.95%), 4 or more misses of 100 have probability < 2%, so 97 is
+    # the bar here.
     r = measure_picks(100, seed=0, cost_repeats=0)  # the cost is wall-clock: measured by the command, not here
-    assert r["held"] >= 94
+    assert r["held"] >= 97
     assert r["slip_max_mm"] < 1.0 and r["wander_max_mm"] < 1.0
     assert r["hold_converged_share"] >= 0.95
     # a held cube never leaves the fingers faster than the gripper can move (max_step / control_dt = 1.25 m/s)
@@ -64,7 +65,7 @@ def test_blocked_fingers_keep_push_contact_and_kwargs_are_checked():
         gym.make(PP, gripper_max_force=None)
 
 
-def _pick(yaws, refinement, steps=28):
+def _pick(yaws, refinement, steps=28, clock=None):
     """The grasp script's first ``steps`` control steps (approach, descend, close, lift) on cubes with ``yaws``
     (deg), one world each, in one batch; returns every dynamic body's pose (W, bodies, 12) and the worlds'
     refined substeps."""
@@ -87,6 +88,8 @@ def _pick(yaws, refinement, steps=28):
         cube = scene.get_actor_translations([task.cube])[:, 0]
         worlds.apply_actions(_controller(grip, cube, start, np.zeros((n, 3)), step))
         refined += worlds.physics["refined_substeps"]
+    if clock is not None:  # the scene's clock against the sum of its substeps
+        clock.extend([scene.get_total_simulation_time(), sum([worlds.config.physics_dt] * steps * worlds.config.substeps)])
     position, rotation = scene.get_actor_poses(worlds._dynamic)
     return np.concatenate([position.reshape(n, -1), rotation.reshape(n, -1)], axis=1), refined
 
@@ -107,6 +110,57 @@ def test_substep_refinement_redoes_stopped_substeps_per_world_bit_for_bit():
     assert not plain_refined.any()
     np.testing.assert_array_equal(plain[1], poses[1])
     assert np.abs(plain[0] - poses[0]).max() > 0
+
+
+def _whole_batch_refined_step(worlds, dt, start, end, splits):
+    """The refinement as it was first written, the oracle: every world re-steps the halves in the full scene and
+    the worlds that did not stop are put back. Returns the substep's physics report."""
+    from superdex_gym.envs.core.worlds import merge_reports, physics_report
+
+    scene = worlds.scene
+    before = scene.snapshot() if splits else None
+    worlds.robot.drive(end)
+    record = worlds._guarded_step(dt, before)
+    refine = np.flatnonzero(record["stopped_substeps"] > 0) if splits else ()
+    if len(refine) == 0:
+        return record
+    after = scene.snapshot()
+    scene.restore_snapshot(before, worlds=refine)
+    middle = 0.5 * (start + end)
+    halves = physics_report(worlds.num_worlds)
+    merge_reports(halves, _whole_batch_refined_step(worlds, 0.5 * dt, start, middle, splits - 1))
+    merge_reports(halves, _whole_batch_refined_step(worlds, 0.5 * dt, middle, end, splits - 1))
+    keep = np.setdiff1d(np.arange(worlds.num_worlds), refine)
+    if keep.size:
+        scene.restore_snapshot(after, worlds=keep)
+    halves["refined_substeps"][refine] += 1
+    for key, value in record.items():
+        value[refine] = halves[key][refine]
+    return record
+
+
+def test_substep_refinement_steps_only_stopped_worlds_and_equals_whole_batch_oracle(monkeypatch):
+    """Stopped worlds are redone in a scene holding only them: the same bits and reports as re-stepping the halves
+    for the whole batch (`_whole_batch_refined_step`), nested refinement included, and the batch's own scene is
+    stepped once per substep (its time advances by the substep, not by the halves too)."""
+    from superdex_gym.envs.core.worlds import RobotTaskWorlds
+
+    yaws = [40.0, 0.0, -35.0]
+    fast, fast_refined = _pick(yaws, 2)
+    monkeypatch.setattr(RobotTaskWorlds, "_refined_step", _whole_batch_refined_step)
+    oracle, oracle_refined = _pick(yaws, 2)
+    np.testing.assert_array_equal(fast_refined, oracle_refined)
+    assert fast_refined[0] > 0 and fast_refined[2] > 0
+    np.testing.assert_array_equal(fast, oracle)
+
+
+def test_substep_refinement_keeps_the_scene_time():
+    """Halves are stepped in the refinement worlds, so the batch's clock advances by whole substeps only (the
+    first version stepped the halves in the batch's own scene: its clock ran ahead by each refined substep)."""
+    clock = []
+    _, refined = _pick([40.0], 2, clock=clock)
+    assert refined[0] > 0
+    assert clock[0] == clock[1]
 
 
 def test_substep_refinement_is_checked():

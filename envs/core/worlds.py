@@ -113,27 +113,40 @@ class RobotTaskWorlds:
     def _refined_step(self, dt: float, start: float, end: float, splits: int) -> dict:
         """One guarded substep of ``dt`` with the drive targets at ``end`` of the control step; a world whose
         Newton solve stopped at its cap is then redone from the substep's start as two guarded half substeps
-        (targets at the midpoint, then at ``end``), nested ``splits`` times. The other worlds keep their one
-        substep, so every world's result depends on that world alone. Returns the substep's `physics_report`."""
+        (targets at the midpoint, then at ``end``), nested ``splits`` times. Only the stopped worlds are redone
+        (in `_refinement_worlds`, a copy of these worlds' scene sized to them), so every world's result depends on
+        that world alone and a batch pays for its stopped worlds only. Returns the substep's `physics_report`."""
         before = self.scene.snapshot() if splits else None
         self.robot.drive(end)
         record = self._guarded_step(dt, before)
         refine = np.flatnonzero(record["stopped_substeps"] > 0) if splits else ()
         if len(refine) == 0:
             return record
-        after = self.scene.snapshot()
-        self.scene.restore_snapshot(before, worlds=refine)
+        shadow = self._refinement_worlds(len(refine))
+        local = np.arange(len(refine))
+        shadow.scene.restore_snapshot(before, worlds=local, source_worlds=refine)
+        shadow.robot.set_step_commands(self.robot.step_commands(refine))
         middle = 0.5 * (start + end)
-        halves = physics_report(self.num_worlds)
-        merge_reports(halves, self._refined_step(0.5 * dt, start, middle, splits - 1))
-        merge_reports(halves, self._refined_step(0.5 * dt, middle, end, splits - 1))
-        keep = np.setdiff1d(np.arange(self.num_worlds), refine)
-        if keep.size:
-            self.scene.restore_snapshot(after, worlds=keep)
-        halves["refined_substeps"][refine] += 1
+        halves = physics_report(len(refine))
+        merge_reports(halves, shadow._refined_step(0.5 * dt, start, middle, splits - 1))
+        merge_reports(halves, shadow._refined_step(0.5 * dt, middle, end, splits - 1))
+        self.scene.restore_snapshot(shadow.scene.snapshot(), worlds=refine, source_worlds=local)
+        halves["refined_substeps"] += 1
         for key, value in record.items():
-            value[refine] = halves[key][refine]
+            value[refine] = halves[key]
         return record
+
+    def _refinement_worlds(self, num_worlds: int) -> "RobotTaskWorlds":
+        """Worlds of the same robot, task and settings (built once, resized to ``num_worlds``) in which stopped
+        substeps are redone: the engine steps whole scenes, and this one holds only the worlds being refined."""
+        shadow = getattr(self, "_shadow", None)
+        if shadow is None:
+            robot = type(self.robot)(self.robot.config)
+            shadow = self._shadow = RobotTaskWorlds(num_worlds, self.config, robot, type(self.task)(self.task.config, robot))
+        elif shadow.num_worlds != num_worlds:
+            shadow.scene.set_num_worlds(num_worlds)
+            shadow.num_worlds = num_worlds
+        return shadow
 
     def _guarded_step(self, dt: float, before=None) -> dict:
         """One engine step; a world whose step moved a body past the middle of a static collider (tunnelling ratio

@@ -233,6 +233,15 @@ class FloatingGripper:
     def end_action(self) -> None:
         self._target, self._opening = self._end
 
+    def step_commands(self, worlds: np.ndarray) -> tuple:
+        """The current control step's start and end commands of ``worlds`` (copies), for `set_step_commands`."""
+        (t0, o0), (t1, o1) = self._start, self._end
+        return (t0[worlds], o0[worlds]), (t1[worlds], o1[worlds])
+
+    def set_step_commands(self, commands: tuple) -> None:
+        """Make a `step_commands` this robot's control step (its worlds are the ones the commands were taken of)."""
+        self._start, self._end = commands
+
     def get_state(self) -> dict:
         return {"target": self._target.copy(), "opening": self._opening.copy()}
 
