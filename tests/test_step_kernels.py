@@ -1,6 +1,9 @@
 """The step's own kernels (sim/kernels/step.py), and the helpers that replaced numpy calls on the per-step path,
 against the numpy code they replaced: bit for bit, not within a tolerance (they do the same operations in the same
-order), on random states that reach every branch."""
+order), on random states that reach every branch. One exception: numpy's own SIMD inverse trig on AVX-512 hosts
+(`_assert_log_so3_matches`)."""
+
+import math
 
 import numpy as np
 
@@ -75,19 +78,39 @@ def test_exp_so3_equals_numpy_bit_for_bit(rng):
     assert np.isnan(lie.exp_so3(bad)[1]).all() and np.isfinite(lie.exp_so3(bad)[[0, 2, 3]]).all()
 
 
-def test_log_so3_equals_numpy_bit_for_bit(rng):
+def _numpy_inverse_trig_is_libm() -> bool:
+    """Whether this host's numpy computes arctan2 and arccos as libm does (numba's kernels call libm). On hosts
+    with AVX-512 numpy dispatches them to its own SIMD routines, which differ from libm by an ULP or two on ~8% of
+    inputs (measured on such a host); elsewhere both are libm."""
+    x = np.linspace(-1.0, 1.0, 2001)
+    return (np.array_equal(np.arctan2(x, x[::-1] + 0.5), [math.atan2(a, b) for a, b in zip(x, x[::-1] + 0.5)])
+            and np.array_equal(np.arccos(x), [math.acos(a) for a in x]))
+
+
+def _assert_log_so3_matches(out, ref):
+    """Bit for bit where numpy's inverse trig is libm's; elsewhere within 6 ULP: the rotation angle's arctan2 is
+    within 4 ULP of libm's (numpy's documented bound for its SIMD float64 routines) and reaches the result
+    through one division and one product (+1 ULP each). Measured on an AVX-512 host: at most 4 ULP."""
+    if _numpy_inverse_trig_is_libm():
+        np.testing.assert_array_equal(out, ref)
+    else:
+        np.testing.assert_array_equal(np.isnan(out), np.isnan(ref))
+        np.testing.assert_array_max_ulp(np.nan_to_num(out), np.nan_to_num(ref), maxulp=6)
+
+
+def test_log_so3_equals_numpy(rng):
     rot = lie.exp_so3_numpy(_rotation_vectors(rng, 400))
     rot[10] = np.eye(3)
     rot[11] = np.diag([1.0, -1.0, -1.0])  # exactly pi: the quaternion route
     rot[12] += 1e-9 * rng.normal(size=(3, 3))  # not quite orthogonal, as Newton's iterates are
     out = lie.log_so3(rot)
-    np.testing.assert_array_equal(out, lie.log_so3_numpy(rot))
+    _assert_log_so3_matches(out, lie.log_so3_numpy(rot))
     angles = np.linalg.norm(out, axis=1)
     assert np.sum(angles < 1e-4) > 50 and np.sum(angles > np.pi - 1e-2) > 50  # both special branches taken
     for shaped in (rot[5], rot[:24].reshape(2, 3, 4, 3, 3), rot[:0], np.swapaxes(rot, -1, -2)):
         result = lie.log_so3(shaped)
         assert result.shape == shaped.shape[:-2] + (3,)
-        np.testing.assert_array_equal(result, lie.log_so3_numpy(shaped))
+        _assert_log_so3_matches(result, lie.log_so3_numpy(shaped))
     bad = rot[:3].copy()
     bad[2, 0, 1] = np.nan
     np.testing.assert_array_equal(lie.log_so3(bad), lie.log_so3_numpy(bad))
