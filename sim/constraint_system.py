@@ -479,6 +479,30 @@ class ConstraintSceneMixin:
     def create_rigid_pivot_rotation_constraint(self, params=None, **kwargs) -> Constraint:
         return self._create_typed(RigidPivotRotationConstraintParams, params, kwargs)
 
+    def set_target_positions(self, constraints, positions, world=None) -> None:
+        """`Constraint.set_target_position` of several RigidPivotPosition constraints of this scene in one call
+        (a robot driving its bodies sets them every substep): ``positions`` (C, 3), or (len(worlds), C, 3) one per
+        selected world [m]. Everything is checked before any target changes."""
+        constraints = list(constraints)
+        if not all(isinstance(c, Constraint) for c in constraints):
+            raise TypeError("constraints must be Constraint objects")
+        if any(c._system is not self._constraint_system for c in constraints):
+            raise ValueError("every constraint must belong to this scene")
+        located = [c._require_type("set_target_positions", "RigidPivotPosition") for c in constraints]
+        worlds = self._worlds(world)
+        arr = np.asarray(positions, dtype=np.float64)
+        num = len(constraints)
+        if arr.shape == (num, 3):
+            arr = np.broadcast_to(arr, (worlds.size, num, 3))
+        if arr.shape != (worlds.size, num, 3):
+            raise ValueError(f"positions must have shape ({num}, 3) or ({worlds.size}, {num}, 3), got {arr.shape}")
+        if not np.isfinite(arr).all():
+            raise ValueError("positions must be finite")
+        if located:
+            cs = located[0][0]  # one set per type in a scene: every RigidPivotPosition lives in it
+            rows = np.array([row for _, row in located], dtype=np.int64)
+            cs._targets["position"][np.ix_(worlds, rows)] = arr
+
     def create_rigid_spherical_joint_constraint(self, params=None, **kwargs) -> Constraint:
         return self._create_typed(RigidSphericalJointConstraintParams, params, kwargs)
 

@@ -658,3 +658,47 @@ def test_state_bytes_carry_constraint_targets():
         scene.step(0.01)
         second.append(body.get_dof_values())
     assert np.array_equal(np.array(first), np.array(second))
+
+
+def test_set_target_positions_equals_one_call_per_constraint_and_checks_everything_first():
+    def scene_with_pivots():
+        scene = mochi.create_scene("pivots")
+        actors = [add_box(scene, f"b{k}", (float(k), 0.0, 0.0)) for k in range(3)]
+        pivots = [scene.create_rigid_pivot_position_constraint(actor=a, local_position=[0.0, 0.0, 0.0],
+                                                               target_position=[0.0, 0.0, 0.0], stiffness=1e3)
+                  for a in actors]
+        scene.set_num_worlds(4)
+        return scene, pivots
+
+    rng = np.random.default_rng(0)
+    positions = rng.normal(size=(2, 3, 3))
+    batched, pivots_b = scene_with_pivots()
+    single, pivots_s = scene_with_pivots()
+    batched.set_target_positions(pivots_b, positions, world=[1, 3])
+    for k, pivot in enumerate(pivots_s):
+        pivot.set_target_position(positions[:, k], world=[1, 3])
+    for w in range(4):
+        for pb, ps in zip(pivots_b, pivots_s):
+            np.testing.assert_array_equal(pb.get_target_position(w), ps.get_target_position(w))
+    batched.set_target_positions(pivots_b, positions[0])  # (C, 3): every world
+    np.testing.assert_array_equal(pivots_b[2].get_target_position(0), positions[0, 2])
+
+    before = [p.get_target_position(w).copy() for p in pivots_b for w in range(4)]
+    bad_nan = positions.copy()
+    bad_nan[1, 2, 0] = np.nan
+    other, other_pivots = scene_with_pivots()
+    rotation = batched.create_rigid_pivot_rotation_constraint(actor=batched.get_actors()[0],
+                                                              local_rotation=[0.0, 0.0, 0.0],
+                                                              target_rotation=[0.0, 0.0, 0.0], stiffness=1.0)
+    with pytest.raises(ValueError, match="finite"):
+        batched.set_target_positions(pivots_b, bad_nan, world=[1, 3])
+    with pytest.raises(ValueError, match="positions must have shape"):
+        batched.set_target_positions(pivots_b, positions[:, :2], world=[1, 3])
+    with pytest.raises(ValueError, match="this scene"):
+        batched.set_target_positions(other_pivots, positions, world=[1, 3])
+    with pytest.raises(TypeError, match="RigidPivotPosition"):
+        batched.set_target_positions([pivots_b[0], rotation], positions[:, :2], world=[1, 3])
+    with pytest.raises(IndexError):
+        batched.set_target_positions(pivots_b, positions, world=[1, 7])
+    for got, want in zip([p.get_target_position(w) for p in pivots_b for w in range(4)], before):
+        np.testing.assert_array_equal(got, want)

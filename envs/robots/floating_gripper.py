@@ -188,9 +188,9 @@ class FloatingGripper:
     def set_targets(self, grip_point: np.ndarray, opening: np.ndarray, worlds=None, teleport: bool = False) -> None:
         """Commanded grip point (K, 3) and opening (K,) for ``worlds`` (None = all)."""
         centres = self.body_targets(grip_point, opening)
-        for k, constraint in enumerate(self._position):
-            constraint.set_target_position(centres[:, k], world=worlds)
-            if teleport:
+        self.scene.set_target_positions(self._position, centres, world=worlds)
+        if teleport:
+            for constraint in self._position:
                 constraint.update_old_target(world=worlds)
 
     # --- commands (the robot's part of the state) -----------------------------------------------------------------
