@@ -20,6 +20,12 @@ from superdex_gym.sim.validation import real_array
 from .config import WorldConfig, finite_array
 
 
+# The engine's per-step warnings the worlds report per world in info instead (one filter: it is set every substep).
+_STEP_WARNINGS = "(a step of .* moved a body|the Newton solve diverged)"
+_STOPPED = mochi.ConvergenceStatus.STOPPED.value
+_DIVERGED = mochi.ConvergenceStatus.DIVERGED.value
+
+
 class RobotTaskWorlds:
     def __init__(self, num_worlds: int, config: WorldConfig, robot, task):
         self.config = config.validate()
@@ -104,8 +110,8 @@ class RobotTaskWorlds:
             raise ValueError(f"action contains NaN or inf (world {bad[0]}, component {bad[1]}); nothing was stepped")
         self.robot.begin_action(actions)
         n, dt = self.config.substeps, self.config.physics_dt
-        report = physics_report(self.num_worlds)
-        for j in range(1, n + 1):
+        report = self._refined_step(dt, 0.0, 1.0 / n, self.config.substep_refinement)  # fresh arrays: kept as is
+        for j in range(2, n + 1):
             merge_reports(report, self._refined_step(dt, (j - 1) / n, j / n, self.config.substep_refinement))
         self.robot.end_action()
         self.physics = report
@@ -156,23 +162,19 @@ class RobotTaskWorlds:
         took one."""
         before = self.scene.snapshot() if before is None else before
         with warnings.catch_warnings():  # reported per world in info instead
-            warnings.filterwarnings("ignore", message="a step of .* moved a body", category=RuntimeWarning)
-            warnings.filterwarnings("ignore", message="the Newton solve diverged", category=RuntimeWarning)
+            warnings.filterwarnings("ignore", message=_STEP_WARNINGS, category=RuntimeWarning)
             self.scene.step(dt)
-        status = self.scene.get_world_status()
+        status = self.scene.get_world_status()  # copies: the record owns them
         ratio = self.scene.get_tunnelling_ratio()
         lin, _ = self.scene.get_actor_velocities(self._dynamic)
         undo = (ratio >= 1.0) | (np.sqrt(np.max(np.einsum("wni,wni->wn", lin, lin), axis=1)) > self._escape_speed)
-        if np.any(undo):
+        if undo.any():
             self.scene.restore_snapshot(before, worlds=np.flatnonzero(undo))
-        diverged = status == mochi.ConvergenceStatus.DIVERGED.value
-        record = physics_report(self.num_worlds)
-        record["solver_status"][:] = status
-        record["stopped_substeps"][:] = status == mochi.ConvergenceStatus.STOPPED.value
-        record["diverged_substeps"][:] = diverged
-        record["tunnelling_ratio"][:] = ratio
-        record["physics_diverged"][:] = diverged | undo
-        return record
+        diverged = status == _DIVERGED
+        return {"solver_status": status, "stopped_substeps": (status == _STOPPED).astype(np.int64),
+                "diverged_substeps": diverged.astype(np.int64),
+                "refined_substeps": np.zeros(self.num_worlds, dtype=np.int64), "tunnelling_ratio": ratio,
+                "physics_diverged": diverged | undo}
 
     def physics_infos(self) -> dict:
         """The last control step's `physics_report` (copies; zeros for worlds reset since)."""
