@@ -430,10 +430,12 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
 
     # --- stepping ------------------------------------------------------------------------------------------------
     def solver_path(self) -> str:
-        """Which Newton this scene's stages take now: "compiled" (sim/kernels/newton.py) or "numpy: <reason>"
-        (docs/engine.md, "Solver paths"). Decided from the scene's composition and solver settings only."""
+        """Which path this scene's steps take now: "compiled (fused step)" (the compiled Newton with the step's
+        other work in kernels too, sim/fused_step.py), "compiled (per-stage step: <reason>)" (the compiled Newton
+        per stage, sim/kernels/newton.py) or "numpy: <reason>" (docs/engine.md, "Solver paths"). Decided from the
+        scene's composition and solver settings only."""
         path, detail = pipeline.solver_path(self._extra_potentials, self._solver.non_linear_solver)
-        return "compiled" if path == "compiled" else f"numpy: {detail}"
+        return pipeline.step_path_name(path, detail, self._solver)
 
     def step(self, time_step_sec: float) -> None:
         """Advance every world by ``time_step_sec`` seconds. ``step(0)`` runs the callbacks only."""

@@ -1,0 +1,186 @@
+"""The fused step: a world group's whole engine step as a few kernel calls (docs/engine.md, "Solver paths").
+
+`pipeline.step` runs a group of worlds here instead of through `_GroupStep`'s named stages when the compiled
+Newton solves its stages and the step's settings are ones the kernels implement (`scope`). Per stage it makes
+three calls: `kernels.fused.stage_begin` (at stage 0 also the step start and the statics' motion; then the
+stage start and Newton's start), the compiled Newton (`newton_kernel.run_stage`) and `kernels.fused.stage_end`
+(velocity recovery, statuses; after the last stage the step end and the divergence reset). Python's share is
+reading a few attributes and allocating the outputs.
+
+The order and the formulas are `_GroupStep`'s (sim/pipeline.py), which stays the path of every other scene and
+the test oracle (`SUPERDEX_FUSED_STEP=0`, or `FUSED_STEP = False` here). The two differ by round-off only: the
+kernels sum 3x3 products left to right, numpy's matmul fuses multiply-adds (tests/test_fused_step.py).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from . import newton_kernel
+from .jit import kernel_array
+from .kernels import fused as fused_kernels
+from .model import Kinematics, convergence_weights
+from .params import InitialGuess
+from .potentials.base import StageContext
+
+# On by default; SUPERDEX_FUSED_STEP=0 in the environment, or False here, runs every step through _GroupStep.
+FUSED_STEP = os.environ.get("SUPERDEX_FUSED_STEP", "1") != "0"
+
+_GUESS_CODE = {InitialGuess.LATEST_SOLUTION: fused_kernels.GUESS_LATEST,
+               InitialGuess.CONSTANT_VELOCITY: fused_kernels.GUESS_VELOCITY,
+               InitialGuess.CONSTANT_VELOCITY_AND_TARGETS: fused_kernels.GUESS_TARGETS}
+
+
+def scope(solver) -> str | None:
+    """None when a step of the compiled Newton with these settings runs fused, else the reason it does not."""
+    if not FUSED_STEP:
+        return "the fused step is off (SUPERDEX_FUSED_STEP=0 or fused_step.FUSED_STEP = False)"
+    guess = solver.non_linear_solver.initial_guess
+    if guess not in _GUESS_CODE:
+        return f"initial_guess {guess.name} (its contact depth test runs in numpy)"
+    return None
+
+
+def _tableau_arrays(tab):
+    """(alpha (3,), a~ (S, S) lower-triangular, b~ (S,)) of a tableau as kernel arrays, kept on it (frozen)."""
+    cached = tab.__dict__.get("_fused_arrays")
+    if cached is None:
+        s = tab.num_stages
+        alpha = np.zeros(3)
+        alpha[: tab.num_history] = tab.alpha
+        a_tilde = np.zeros((s, s))
+        for i in range(1, s):
+            a_tilde[i, :i] = tab.a_tilde(i)
+        cached = tab.__dict__["_fused_arrays"] = (alpha, a_tilde, kernel_array(np.asarray(tab.b_tilde, dtype=float)))
+    return cached
+
+
+_NO_GUESS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros((0, 3)), np.zeros((1, 0, 3)))
+
+
+def _pivot_guess(kplan, bodies, stage_dt):
+    """The pivot drives' Newton start (`RigidPivotPositionConstraints.guess_on_targets`): their target rows,
+    actors, CoM-frame arms and the targets (Wt, C, 3)."""
+    for kind, cs in kplan.sets:
+        if kind == "RigidPivotPosition" and len(cs):
+            ok, rows, arm_local = cs._guess_rows(bodies, stage_dt)
+            if ok.size == 0:
+                return _NO_GUESS
+            return (kernel_array(ok, np.int64), kernel_array(rows, np.int64), kernel_array(arm_local),
+                    kernel_array(cs._targets["position"]))
+    return _NO_GUESS
+
+
+def run_group(group, kplan, out, report) -> Kinematics:
+    """`pipeline._GroupStep.run` for ``group`` (a `_GroupStep`) on the fused kernels: the group's new state goes
+    into ``out``'s rows, or, with ``out`` None, is returned as fresh arrays."""
+    model, state, tab, dt, solver = group.model, group.state, group.tab, group.dt, group.solver
+    params = solver.non_linear_solver
+    bodies = model.bodies
+    arrays = bodies.kernel_arrays
+    hist = group.load_history()  # S filled for spins set from outside (Python: only when some were set)
+    h0 = hist[0]
+    h1 = hist[1] if len(hist) > 1 else h0
+    h2 = hist[2] if len(hist) > 2 else h0
+    worlds = group.worlds
+    if group.all_worlds:
+        prev_c, prev_r = state.static_previous_com, state.static_previous_rotation
+        external_force, offset_force = state.external_force, state.offset_force
+        world_rows = worlds
+    else:
+        prev_c, prev_r = state.static_previous_com[worlds], state.static_previous_rotation[worlds]
+        external_force, offset_force = state.external_force[worlds], state.offset_force[worlds]
+        world_rows = worlds
+    gravity = group.gravity
+    num_worlds, n = h0.com_position.shape[:2]
+    gravity_w = _gravity_rows(gravity, worlds, num_worlds)
+    force_weight, torque_weight = convergence_weights(bodies, h0.rotation, gravity)
+    force_weight = kernel_array(force_weight)
+    has_offset = offset_force.shape[2] > 0
+    offset_local = state.offset_local if has_offset else None
+    offset_force = offset_force if has_offset else None
+    alpha, a_tilde, b_tilde = _tableau_arrays(tab)
+    num_stages = tab.num_stages
+    guess_mode = _GUESS_CODE[params.initial_guess]
+
+    vec, mat = (num_worlds, n, 3), (num_worlds, n, 3, 3)
+    star = [np.empty(vec), np.empty(mat), np.empty(vec), np.empty(vec), np.empty(mat)]
+    static_v, static_w = np.empty(vec), np.empty(vec)
+    stages = [np.empty((num_stages,) + vec), np.empty((num_stages,) + mat), np.empty((num_stages,) + vec),
+              np.empty((num_stages,) + vec), np.empty((num_stages,) + mat)]
+    step_status = np.zeros(num_worlds, dtype=np.int64)
+    actor_status = np.zeros((num_worlds, n), dtype=np.int64)
+    counts = np.zeros(2, dtype=np.int64)
+    residual = np.zeros(1)
+    end = [np.empty(vec), np.empty(mat), np.empty(vec), np.empty(vec), np.empty(mat)]
+    history = (kernel_array(h0.com_position), kernel_array(h0.rotation), kernel_array(h0.linear_velocity),
+               kernel_array(h0.angular_velocity), kernel_array(h0.velocity_sym))
+    if h1 is h0:
+        older = history + history
+    else:
+        older = tuple(kernel_array(a) for h in (h1, h2) for a in (h.com_position, h.rotation, h.linear_velocity,
+                                                                    h.angular_velocity, h.velocity_sym))
+    prev_c, prev_r = kernel_array(prev_c), kernel_array(prev_r)
+    stage_dt_factors, stage_time_factors = tab.stage_dt_factors, tab.stage_time_factors
+    for i in range(num_stages):
+        stage_dt = dt * float(stage_dt_factors[i])
+        tau_end = float(stage_time_factors[i])
+        tau_start = tau_end - float(stage_dt_factors[i])
+        guess = _pivot_guess(kplan, bodies, stage_dt) if guess_mode == fused_kernels.GUESS_TARGETS else _NO_GUESS
+        start = [np.empty(vec), np.empty(mat), np.empty(vec), np.empty(vec), np.empty(mat)]
+        guess_c, guess_r = np.empty(vec), np.empty(mat)
+        fused_kernels.stage_begin(
+            i, alpha, tab.num_history, a_tilde, float(dt), stage_dt, tau_start, tau_end, guess_mode,
+            arrays.is_static, _static_pivot(bodies), *history, *older, prev_c, prev_r, *guess,
+            world_rows, *star, static_v, static_w, *stages, *start, guess_c, guess_r)
+        out_c, out_r, out_grad, status, iterations, ls_iterations = newton_kernel.run_stage(
+            kplan, model, stage_dt, *start, gravity_w, external_force, offset_force, offset_local, force_weight,
+            torque_weight, world_rows, guess_c, guess_r, params)
+        fused_kernels.stage_end(
+            i, i == num_stages - 1, b_tilde, stage_dt, float(params.abs_tol), arrays.is_static, force_weight,
+            torque_weight, start[0], start[1], out_c, out_r, out_grad, status, iterations, ls_iterations, *star,
+            history[0], history[1], static_v, static_w, *stages, step_status, actor_status, counts, residual, *end)
+    report.num_stages += num_stages
+    report.max_iterations = max(report.max_iterations, int(counts[0]))
+    report.max_line_search_iterations = max(report.max_line_search_iterations, int(counts[1]))
+    report.residual_norm = max(report.residual_norm, float(residual[0]))
+    ctx = StageContext(
+        model=model, stage_dt=stage_dt, stage_time=state.time + tau_end * dt, com_position0=start[0],
+        rotation0=start[1], linear_velocity0=start[2], angular_velocity0=start[3], velocity_sym0=start[4],
+        gravity=gravity_w, external_force=external_force, offset_force=offset_force, offset_local=offset_local,
+        world_index=worlds, force_weight=force_weight, torque_weight=torque_weight)
+    report.last_stages.append((worlds, ctx, out_c, out_r))
+    result = Kinematics(*end)
+    if group.all_worlds:
+        report.status[:] = step_status
+        report.actor_status[:] = actor_status
+    else:
+        report.status[worlds] = step_status
+        report.actor_status[worlds] = actor_status
+        out.put(worlds, result)
+    return result
+
+
+def _gravity_rows(gravity, worlds, num_worlds):
+    """Gravity (W, 3) of the group's worlds as a kernel array; a (3,) gravity's rows are kept per value."""
+    if gravity.ndim == 1:
+        key = (gravity.tobytes(), num_worlds)
+        cached = _GRAVITY.get(key)
+        if cached is None:
+            if len(_GRAVITY) >= 16:
+                _GRAVITY.clear()
+            cached = _GRAVITY[key] = np.ascontiguousarray(np.broadcast_to(gravity, (num_worlds, 3)), dtype=float)
+        return cached
+    return kernel_array(gravity[worlds])
+
+
+_GRAVITY: dict = {}
+
+
+def _static_pivot(bodies):
+    cached = bodies.__dict__.get("_static_pivot_kernel")
+    if cached is None:
+        cached = bodies.__dict__["_static_pivot_kernel"] = kernel_array(bodies.static_pivot)
+    return cached
