@@ -9,7 +9,7 @@ and after the last stage the step end y_{n+1} (`step_end`) and the divergence re
 Every loop is over one world at a time and reads only that world's rows, so a world's result never depends on the
 rest of the batch. The arithmetic is the numpy code's, in its order: elementwise operations as written there; the
 3x3 products as OpenBLAS's x86-64 kernels compute numpy's matmul, c_ij = fma(a_i2, b_2j, fma(a_i1, b_1j,
-a_i0 b_0j)) (`_fma`: one rounding per multiply-add); the 3-term contractions as np.einsum's SIMD loop sums them,
+a_i0 b_0j)) (`so3.fma`: one rounding per multiply-add); the 3-term contractions as np.einsum's SIMD loop sums them,
 (p0 + p2) + p1; the rotation log as `lie.log_so3`'s kernel. So a fused step gives the per-stage path's bits on
 these machines (measured, tests/test_fused_step.py); only a rotation within 1e-2 rad of pi, whose log takes the
 quaternion route (numpy there, `so3._log_near_pi` here), can differ by round-off.
@@ -18,46 +18,14 @@ quaternion route (numpy there, `so3._log_near_pi` here), can differ by round-off
 from __future__ import annotations
 
 import numpy as np
-from llvmlite import ir
-from numba.core import types
-from numba.extending import intrinsic
 
 from ..jit import inner_kernel, kernel
-from .so3 import _log_near_pi
+from .so3 import _log_near_pi, matmul3, matmul3_bt
 from .step import _log_row
 
 NOT_STARTED, CONVERGED, STOPPED, DIVERGED = 0, 1, 2, 3  # params.ConvergenceStatus values
 GUESS_LATEST, GUESS_VELOCITY, GUESS_TARGETS = 0, 1, 2  # params.InitialGuess values (the OUTSIDE one is not here)
 _SMALL_ANGLE = 1e-4  # lie._SMALL_ANGLE
-
-
-@intrinsic
-def _fma(typingctx, x, y, z):
-    """x y + z rounded once (LLVM's fma: the FMA instruction, or libm's correctly rounded fma without one)."""
-    sig = types.float64(types.float64, types.float64, types.float64)
-
-    def codegen(context, builder, signature, args):
-        double = ir.DoubleType()
-        fn = builder.module.declare_intrinsic("llvm.fma", [double], ir.FunctionType(double, [double] * 3))
-        return builder.call(fn, args)
-
-    return sig, codegen
-
-
-@inner_kernel
-def _matmul(a, b, out):
-    """out = a @ b for 3x3 matrices, as numpy's matmul (OpenBLAS) rounds it."""
-    for i in range(3):
-        for j in range(3):
-            out[i, j] = _fma(a[i, 2], b[2, j], _fma(a[i, 1], b[1, j], a[i, 0] * b[0, j]))
-
-
-@inner_kernel
-def _matmul_bt(a, b, out):
-    """out = a @ b^T for 3x3 matrices, as numpy's matmul (OpenBLAS) rounds it."""
-    for i in range(3):
-        for j in range(3):
-            out[i, j] = _fma(a[i, 2], b[j, 2], _fma(a[i, 1], b[j, 1], a[i, 0] * b[j, 0]))
 
 
 @inner_kernel
@@ -94,7 +62,7 @@ def _exp(theta, out):
     k[1, 0], k[1, 1], k[1, 2] = z, 0.0, -x
     k[2, 0], k[2, 1], k[2, 2] = -y, x, 0.0
     k2 = np.empty((3, 3))
-    _matmul(k, k, k2)
+    matmul3(k, k, k2)
     for i in range(3):
         for j in range(3):
             eye = 1.0 if i == j else 0.0
@@ -121,12 +89,12 @@ def _combine_rotation(base, coeffs, count, others, w, n, out, m, theta, part):
         theta[a] = 0.0
     for j in range(count):
         if coeffs[j] != 0.0:
-            _matmul_bt(others[j, w, n], base, m)
+            matmul3_bt(others[j, w, n], base, m)
             _log(m, part)
             for a in range(3):
                 theta[a] = theta[a] + coeffs[j] * part[a]
     _exp(theta, m)
-    _matmul(m, base, out)
+    matmul3(m, base, out)
 
 
 @inner_kernel
@@ -158,12 +126,12 @@ def _static_pose(prev_c, prev_r, target_c, target_r, tau, c_out, r_out, m, theta
         return
     for a in range(3):
         c_out[a] = prev_c[a] + tau * (target_c[a] - prev_c[a])
-    _matmul_bt(target_r, prev_r, m)
+    matmul3_bt(target_r, prev_r, m)
     _log(m, theta)
     for a in range(3):
         theta[a] = tau * theta[a]
     _exp(theta, m)
-    _matmul(m, prev_r, r_out)
+    matmul3(m, prev_r, r_out)
 
 
 @kernel
@@ -256,7 +224,7 @@ def stage_begin(
                     before = (prev_r[w, b, a, 0] * static_pivot[b, 0] + prev_r[w, b, a, 2] * static_pivot[b, 2]) \
                         + prev_r[w, b, a, 1] * static_pivot[b, 1]
                     static_v[w, b, a] = (((h_c[w, b, a] + now) - prev_c[w, b, a]) - before) / dt
-                _matmul_bt(h_r[w, b], prev_r[w, b], m)
+                matmul3_bt(h_r[w, b], prev_r[w, b], m)
                 _log(m, theta)
                 for a in range(3):
                     static_w[w, b, a] = theta[a] / dt
@@ -306,7 +274,7 @@ def stage_begin(
             for a in range(3):
                 theta[a] = stage_dt * (h_w[w, b, a] if stage == 0 else st_w[stage - 1, w, b, a])
             _exp(theta, m)
-            _matmul(m, m2, guess_r[w, b])
+            matmul3(m, m2, guess_r[w, b])
         if guess_mode == GUESS_TARGETS:  # ConstraintSystem.refine_guess: c = p_hat - R a for the held bodies
             for k in range(guess_rows.shape[0]):
                 b = guess_actors[k]
@@ -348,7 +316,7 @@ def stage_end(
                 for e in range(3):
                     st_r[stage, w, b, a, e] = out_r[w, b, a, e]
                     d[a, e] = (out_r[w, b, a, e] - start_r[w, b, a, e]) / stage_dt
-            _matmul_bt(d, out_r[w, b], f)
+            matmul3_bt(d, out_r[w, b], f)
             st_w[stage, w, b, 0] = 0.5 * (f[2, 1] - f[1, 2])
             st_w[stage, w, b, 1] = 0.5 * (f[0, 2] - f[2, 0])
             st_w[stage, w, b, 2] = 0.5 * (f[1, 0] - f[0, 1])
