@@ -21,7 +21,8 @@ import numpy as np
 from . import newton_kernel
 from .jit import kernel_array
 from .kernels import fused as fused_kernels
-from .model import Kinematics, convergence_weights
+from .kernels.step import torque_weights
+from .model import Kinematics, _force_weight
 from .params import InitialGuess
 from .potentials.base import StageContext
 
@@ -96,8 +97,7 @@ def run_group(group, kplan, out, report) -> Kinematics:
     gravity = group.gravity
     num_worlds, n = h0.com_position.shape[:2]
     gravity_w = _gravity_rows(gravity, worlds, num_worlds)
-    force_weight, torque_weight = convergence_weights(bodies, h0.rotation, gravity)
-    force_weight = kernel_array(force_weight)
+    force_weight, torque_weight = _convergence_weights(bodies, h0.rotation, gravity)
     has_offset = offset_force.shape[2] > 0
     offset_local = state.offset_local if has_offset else None
     offset_force = offset_force if has_offset else None
@@ -177,6 +177,26 @@ def _gravity_rows(gravity, worlds, num_worlds):
 
 
 _GRAVITY: dict = {}
+
+
+def _convergence_weights(bodies, rotation, gravity):
+    """`model.convergence_weights` (the same kernel and force weights), with a_ref = max(1, |g|) kept per gravity
+    value and the bodies' square-root inertias as kernel arrays kept on the model."""
+    key = gravity.tobytes()
+    a_ref = _A_REF.get(key)
+    if a_ref is None:
+        if len(_A_REF) >= 16:
+            _A_REF.clear()
+        a_ref = _A_REF[key] = max(1.0, float(np.linalg.norm(gravity)))
+    cached = bodies.__dict__.get("_weight_inputs")
+    if cached is None:
+        cached = bodies.__dict__["_weight_inputs"] = (kernel_array(bodies.sqrt_inertia), kernel_array(bodies.sqrt_mass))
+    torque_weight = np.empty(rotation.shape[:-1])
+    torque_weights(kernel_array(rotation), cached[0], cached[1], a_ref, torque_weight)
+    return kernel_array(_force_weight(bodies, a_ref)), torque_weight
+
+
+_A_REF: dict = {}
 
 
 def _static_pivot(bodies):

@@ -8,6 +8,8 @@ step's solves and readable as ``Scene.solver_path()``; it never changes because 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .jit import kernel_array
@@ -110,7 +112,8 @@ _EMPTY = {}
 
 
 def _empty(shape, dtype=np.float64):
-    key = (shape, np.dtype(dtype).str)
+    """A shared zero-size (or read-only by convention) array of ``shape``; kernels never write into these."""
+    key = (shape, dtype)
     arr = _EMPTY.get(key)
     if arr is None:
         arr = _EMPTY[key] = np.zeros(shape, dtype=dtype)
@@ -119,38 +122,43 @@ def _empty(shape, dtype=np.float64):
 
 def _pivot_inputs(cs, kind, stage_dt: float, com0, rot0, world_rows):
     """The arrays one pivot set passes to the kernel: actors, geometry, targets, g_old at stage start (W, C, 3),
-    stiffness, damping / dt, saturation, damped. What depends only on the set's constraints and CoMs (actors,
-    geometry) is kept on the set until one of those arrays is replaced (they are never written in place); the
-    targets, stiffness and saturation are written in place by their setters, so the kernel gets those arrays."""
+    stiffness, damping / dt, saturation, damped.
+
+    Kept on the set and reused while its arrays are the same objects (the constraints' actors, local geometry and
+    the CoMs are replaced, never written in place; the targets, stiffness and saturation are written in place by
+    their setters, so the kernel reads their current values), the damping holds the same values and the stage
+    length and world count are the same; g_old depends on the stage start and is computed for damped sets only."""
     dt = float(stage_dt)
-    if not (np.isfinite(dt) and dt > 0.0):
+    if not (math.isfinite(dt) and dt > 0.0):
         raise ValueError(f"stage_dt must be positive and finite, got {stage_dt}")
-    source = cs._data["local_position"] if kind == "RigidPivotPosition" else cs._data["local_rotation"]
-    key = (cs.actors, source, cs.com_local)
+    point = kind == "RigidPivotPosition"
+    source = cs._data["local_position"] if point else cs._data["local_rotation"]
+    target_source = cs._targets["position" if point else "rotation"]
+    key = (cs.actors, source, cs.com_local, target_source, cs.stiffness, cs.saturation)
+    tail = (dt, com0.shape[0], cs.damping.tobytes())
     cached = cs.__dict__.get("_stage_inputs")
-    if cached is None or any(a is not b for a, b in zip(cached[0], key)):
+    if (cached is None or cached[1] != tail or any(a is not b for a, b in zip(cached[0], key))):
         actors = kernel_array(cs.actors[:, 0], np.int64)
-        if kind == "RigidPivotPosition":
-            geometry = kernel_array(source - cs.com_local[cs.actors[:, 0]])
-        else:
-            geometry = kernel_array(source)
-        cached = cs._stage_inputs = (key, actors, geometry, {})
-    actors, geometry, damping_cache = cached[1], cached[2], cached[3]
-    target = kernel_array(cs._targets["position" if kind == "RigidPivotPosition" else "rotation"])
-    damping_key = (cs.damping.tobytes(), dt)
-    damp_entry = damping_cache.get(damping_key)
-    if damp_entry is None:
+        geometry = kernel_array(source - cs.com_local[cs.actors[:, 0]]) if point else kernel_array(source)
         damp = kernel_array(cs.damping / dt)
-        if len(damping_cache) >= 8:
-            damping_cache.clear()
-        damp_entry = damping_cache[damping_key] = (damp, bool(np.any(damp != 0.0)))
-    damp, damped = damp_entry
-    if damped:
-        g_old = cs._values_kernel(com0, rot0, world_rows, cs._old_targets, False)[0]
-    else:
-        g_old = _empty((com0.shape[0], len(cs), 3))
-    return (len(cs), actors, geometry, target, kernel_array(g_old), kernel_array(cs.stiffness), damp,
-            kernel_array(cs.saturation), damped)
+        target, stiffness, saturation = (kernel_array(target_source), kernel_array(cs.stiffness),
+                                         kernel_array(cs.saturation))
+        value = (len(cs), actors, geometry, target, _empty((com0.shape[0], len(cs), 3)), stiffness, damp,
+                 saturation, bool(np.any(damp != 0.0)))
+        # Kept only when the kernel reads the setters' arrays themselves (kernel_array made no copy of them).
+        same = target is target_source and stiffness is cs.stiffness and saturation is cs.saturation
+        cs._stage_inputs = cached = (key, tail, value) if same else None
+        if cached is None:
+            return _with_g_old(cs, value, com0, rot0, world_rows)
+    return _with_g_old(cs, cached[2], com0, rot0, world_rows)
+
+
+def _with_g_old(cs, value, com0, rot0, world_rows):
+    """``value`` with g_old, the constraint values at the stage start (W, C, 3), when the set is damped."""
+    if not value[8]:
+        return value
+    g_old = cs._values_kernel(com0, rot0, world_rows, cs._old_targets, False)[0]
+    return value[:4] + (kernel_array(g_old),) + value[5:]
 
 
 def _no_pivots(kind, num_worlds):
@@ -263,9 +271,10 @@ def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0
     iterations = np.empty(num_worlds, dtype=np.int64)
     ls_iterations = np.empty(num_worlds, dtype=np.int64)
     external_force = kernel_array(external_force)
-    needed = newton_kernels.needed_callees(
-        newton_euler=any_newton_euler, loads=bool(external_force.any()), offset_forces=has_offset,
-        contact=bool(contact_args[0]), point_pivots=pp[0] > 0, rotation_pivots=pr[0] > 0)
+    flags = (any_newton_euler, bool(external_force.any()), has_offset, bool(contact_args[0]), pp[0] > 0, pr[0] > 0)
+    needed = _NEEDED.get(flags)
+    if needed is None:
+        needed = _NEEDED[flags] = newton_kernels.needed_callees(*flags)
     vel0, omega0 = kernel_array(vel0), kernel_array(omega0)
     sym0 = kernel_array(sym0)
     guess_c, guess_r = kernel_array(guess_c), kernel_array(guess_r)
@@ -303,10 +312,19 @@ def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0
     return out_c, out_r, out_grad, status, iterations, ls_iterations
 
 
-def _single_thread() -> bool:
-    from .context import worker_threads
+_NEEDED: dict = {}  # needed_callees per (newton_euler, loads, offset_forces, contact, point, rotation pivots)
 
-    return worker_threads() < 2
+
+def _single_thread() -> bool:
+    return _worker_threads() < 2
+
+
+def _worker_threads() -> int:
+    from .context import worker_threads  # sim.context imports the scene, which imports this module
+
+    global _worker_threads
+    _worker_threads = worker_threads
+    return worker_threads()
 
 
 def _no_contact():
