@@ -81,7 +81,10 @@ def run_group(group, kplan, out, report) -> Kinematics:
     params = solver.non_linear_solver
     bodies = model.bodies
     arrays = bodies.kernel_arrays
-    hist = group.load_history()  # S filled for spins set from outside (Python: only when some were set)
+    if group.all_worlds and not state.sym_dirty.any():  # the history as it is (no spin set from outside)
+        hist = state.history[: tab.num_history]
+    else:
+        hist = group.load_history()  # S filled for spins set from outside
     h0 = hist[0]
     h1 = hist[1] if len(hist) > 1 else h0
     h2 = hist[2] if len(hist) > 2 else h0

@@ -51,13 +51,19 @@ def solver_path(potentials, params) -> tuple:
         return "numpy", kplan
     return "compiled", kplan
 
-def step_path_name(path: str, detail, solver) -> str:
+def step_path_name(path: str, detail, solver, reason=None) -> str:
     """What `Scene.solver_path` reports: "compiled (fused step)" (sim/fused_step.py), "compiled (per-stage step:
-    <why>)" or "numpy: <why>" (docs/engine.md, "Solver paths")."""
+    <why>)" or "numpy: <why>" (docs/engine.md, "Solver paths"); ``reason``: `fused_step.scope`'s, when known."""
     if path != "compiled":
         return f"numpy: {detail}"
-    reason = fused_step.scope(solver)
-    return "compiled (fused step)" if reason is None else f"compiled (per-stage step: {reason})"
+    if reason is None:
+        reason = fused_step.scope(solver)
+    if reason is None:
+        return _FUSED_NAME
+    return f"compiled (per-stage step: {reason})"
+
+
+_FUSED_NAME = "compiled (fused step)"
 
 
 @dataclass
@@ -114,13 +120,18 @@ def step(model: Model, state: State, dt: float, solver: SolverParams, gravity: n
     actor_status = np.zeros((num_worlds, num_bodies), dtype=np.int64)
     report = StepReport(status, 0, 0, 0.0, actor_status, last_stages=[])
     needed = effective_tableau(method, 3).num_history
-    avail = np.minimum(state.num_history, needed)
     potentials = CORE_POTENTIALS + tuple(extra_potentials)
     path, kplan = solver_path(extra_potentials, solver.non_linear_solver)
-    fused = path == "compiled" and fused_step.scope(solver) is None
-    report.solver_path = step_path_name(path, kplan, solver)
+    reason = fused_step.scope(solver) if path == "compiled" else None
+    fused = path == "compiled" and reason is None
+    report.solver_path = step_path_name(path, kplan, solver, reason)
     kplan = kplan if path == "compiled" else None
-    groups = [int(avail[0])] if avail.size and np.all(avail == avail[0]) else np.unique(avail).tolist()
+    if num_worlds == 1:  # one world, one group (the single-env case, without the reductions below)
+        groups = [min(int(state.num_history[0]), needed)]
+        avail = None
+    else:
+        avail = np.minimum(state.num_history, needed)
+        groups = [int(avail[0])] if avail.size and np.all(avail == avail[0]) else np.unique(avail).tolist()
     if len(groups) == 1:  # every world in one group: its end state becomes y_n as it is (fresh arrays, no copy)
         tab = effective_tableau(method, groups[0])
         group = _GroupStep(model, state, np.arange(num_worlds), tab, dt, solver, gravity, potentials, kplan,
