@@ -287,17 +287,23 @@ def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0
         bool(params.best_iterate_on_stop))
     stage_dt = float(stage_dt)
 
+    # newton_stage's arguments in order; the per-world ones (leading axis W) at the positions in `per_world`.
+    args = [None, arrays.mass, arrays.second_moment, arrays.is_static, arrays.has_gravity,
+            arrays.rotational_inertia, arrays.inertia, arrays.newton_euler, any_newton_euler, dyn_index,
+            stage_dt, com0, rot0, vel0, omega0, sym0, gravity, external_force,
+            offset_force, offset_local, has_offset, force_weight, torque_weight, *contact_args,
+            has_constraints, pivot_order, world_rows, *pp, *pr, *solver_args,
+            guess_c, guess_r, out_c, out_r, out_grad, status, iterations, ls_iterations]
+
     def stage(w, addresses):
         """The worlds ``w`` (a slice): every per-world array is sliced along its leading axis (contiguous views),
         so each world is solved exactly as in one call over all of them."""
-        newton_kernels.newton_stage(
-            addresses, arrays.mass, arrays.second_moment, arrays.is_static, arrays.has_gravity,
-            arrays.rotational_inertia, arrays.inertia, arrays.newton_euler, any_newton_euler, dyn_index,
-            stage_dt, com0[w], rot0[w], vel0[w], omega0[w], sym0[w], gravity[w], external_force[w],
-            offset_force[w], offset_local, has_offset, force_weight, torque_weight[w], *contact_args,
-            has_constraints, pivot_order, world_rows[w], pp[0], pp[1], pp[2], pp[3], pp[4][w], pp[5], pp[6], pp[7],
-            pp[8], pr[0], pr[1], pr[2], pr[3], pr[4][w], pr[5], pr[6], pr[7], pr[8], *solver_args,
-            guess_c[w], guess_r[w], out_c[w], out_r[w], out_grad[w], status[w], iterations[w], ls_iterations[w])
+        call = list(args)
+        call[0] = addresses
+        if w is not None:
+            for k in _per_world_positions(len(contact_args), len(solver_args)):
+                call[k] = call[k][w]
+        newton_kernels.newton_stage(*call)
 
     compiling = [] if newton_kernels.newton_stage.overloads else newton_kernels.compile_callees_elsewhere(needed)
     if compiling:  # a cold cache: compile newton_stage here (a call on no worlds) while children compile callees
@@ -306,10 +312,22 @@ def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0
             child.wait()
     addresses = newton_kernels.callee_addresses(needed)
     if num_worlds == 1 or _single_thread():
-        stage(slice(None), addresses)
+        args[0] = addresses
+        newton_kernels.newton_stage(*args)
     else:
         run_world_slices(lambda w: stage(w, addresses), num_worlds)
     return out_c, out_r, out_grad, status, iterations, ls_iterations
+
+
+def _per_world_positions(num_contact: int, num_solver: int) -> tuple:
+    """The positions in newton_stage's argument list of the arrays with a leading world axis: the stage start,
+    gravity, loads, offset forces, torque weights, world rows, the pivot sets' g_old, Newton's start and the
+    outputs."""
+    after_contact = 23 + num_contact  # has_constraints
+    pivots = after_contact + 3  # the first pivot set's 9 inputs; its g_old is the fifth
+    outputs = pivots + 18 + num_solver
+    return ((11, 12, 13, 14, 15, 16, 17, 18, 22, after_contact + 2, pivots + 4, pivots + 13)
+            + tuple(range(outputs, outputs + 8)))
 
 
 _NEEDED: dict = {}  # needed_callees per (newton_euler, loads, offset_forces, contact, point, rotation pivots)
