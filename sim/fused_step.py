@@ -21,7 +21,6 @@ import numpy as np
 from . import newton_kernel
 from .jit import kernel_array
 from .kernels import fused as fused_kernels
-from .kernels.step import torque_weights
 from .model import Kinematics, _force_weight
 from .params import InitialGuess
 from .potentials.base import StageContext
@@ -100,7 +99,8 @@ def run_group(group, kplan, out, report) -> Kinematics:
     gravity = group.gravity
     num_worlds, n = h0.com_position.shape[:2]
     gravity_w = _gravity_rows(gravity, worlds, num_worlds)
-    force_weight, torque_weight = _convergence_weights(bodies, h0.rotation, gravity)
+    a_ref, force_weight, sqrt_inertia, sqrt_mass = _weight_inputs(bodies, gravity)
+    torque_weight = np.empty((num_worlds, n, 3))  # stage_begin's, at stage 0
     has_offset = offset_force.shape[2] > 0
     offset_local = state.offset_local if has_offset else None
     offset_force = offset_force if has_offset else None
@@ -136,7 +136,7 @@ def run_group(group, kplan, out, report) -> Kinematics:
         guess_c, guess_r = np.empty(vec), np.empty(mat)
         fused_kernels.stage_begin(
             i, alpha, tab.num_history, a_tilde, float(dt), stage_dt, tau_start, tau_end, guess_mode,
-            arrays.is_static, _static_pivot(bodies), *history, *older, prev_c, prev_r, *guess,
+            arrays.is_static, _static_pivot(bodies), sqrt_inertia, sqrt_mass, a_ref, torque_weight, *history, *older, prev_c, prev_r, *guess,
             world_rows, *star, static_v, static_w, *stages, *start, guess_c, guess_r)
         out_c, out_r, out_grad, status, iterations, ls_iterations = newton_kernel.run_stage(
             kplan, model, stage_dt, *start, gravity_w, external_force, offset_force, offset_local, force_weight,
@@ -182,9 +182,9 @@ def _gravity_rows(gravity, worlds, num_worlds):
 _GRAVITY: dict = {}
 
 
-def _convergence_weights(bodies, rotation, gravity):
-    """`model.convergence_weights` (the same kernel and force weights), with a_ref = max(1, |g|) kept per gravity
-    value and the bodies' square-root inertias as kernel arrays kept on the model."""
+def _weight_inputs(bodies, gravity):
+    """`model.convergence_weights`' inputs: a_ref = max(1, |g|) (kept per gravity value), the force weights (N,),
+    the bodies' square-root inertias and masses (kept on the model); the torque weights are stage_begin's."""
     key = gravity.tobytes()
     a_ref = _A_REF.get(key)
     if a_ref is None:
@@ -194,9 +194,7 @@ def _convergence_weights(bodies, rotation, gravity):
     cached = bodies.__dict__.get("_weight_inputs")
     if cached is None:
         cached = bodies.__dict__["_weight_inputs"] = (kernel_array(bodies.sqrt_inertia), kernel_array(bodies.sqrt_mass))
-    torque_weight = np.empty(rotation.shape[:-1])
-    torque_weights(kernel_array(rotation), cached[0], cached[1], a_ref, torque_weight)
-    return kernel_array(_force_weight(bodies, a_ref)), torque_weight
+    return a_ref, kernel_array(_force_weight(bodies, a_ref)), cached[0], cached[1]
 
 
 _A_REF: dict = {}

@@ -1,7 +1,8 @@
 """The step's work around the stage Newton solves, as two kernels per stage (sim/fused_step.py calls them).
 
 `stage_begin` does, per world, what sim/pipeline.py's `_GroupStep` does before a stage's solve: at stage 0 the
-step start y* (`step_start`) and the static actors' implied velocity (`static_motion`), then the stage start a~_i
+convergence weights, the step start y* (`step_start`) and the static actors' implied velocity (`static_motion`),
+then the stage start a~_i
 with the static actors at their prescribed pose (`stage_start`) and Newton's start (`initial_guess`: constant
 velocity, the pivot drives' targets). `stage_end` does what follows a solve: the velocity recovery, the statuses,
 and after the last stage the step end y_{n+1} (`step_end`) and the divergence reset.
@@ -21,7 +22,7 @@ import numpy as np
 
 from ..jit import inner_kernel, kernel
 from .so3 import _log_near_pi, matmul3, matmul3_bt
-from .step import _log_row
+from .step import _log_row, torque_weights
 
 NOT_STARTED, CONVERGED, STOPPED, DIVERGED = 0, 1, 2, 3  # params.ConvergenceStatus values
 GUESS_LATEST, GUESS_VELOCITY, GUESS_TARGETS = 0, 1, 2  # params.InitialGuess values (the OUTSIDE one is not here)
@@ -140,6 +141,8 @@ def stage_begin(
         stage, alpha, num_alpha, a_tilde, dt, stage_dt, tau_start, tau_end, guess_mode,
         # model
         is_static, static_pivot,
+        # the convergence weights' inputs (model.convergence_weights) and their output (W, N, 3), at stage 0
+        sqrt_inertia, sqrt_mass, a_ref, torque_weight,
         # data in: the history y_n, y_{n-1}, y_{n-2} (W, N, ...; unused entries may repeat y_n's arrays),
         # the static actors' previous poses
         h_c, h_r, h_v, h_w, h_s, h1_c, h1_r, h1_v, h1_w, h1_s, h2_c, h2_r, h2_v, h2_w, h2_s, prev_c, prev_r,
@@ -160,6 +163,8 @@ def stage_begin(
     hist_r = np.empty((2, 1, 1, 3, 3))  # y_{n-1}, y_{n-2} rotations of one body, for _combine_rotation
     hist_v = np.empty((2, 1, 1, 9))
     coeffs = np.empty(max(a_tilde.shape[0], 2))
+    if stage == 0:  # residual weights from the poses at step start (pipeline _GroupStep.run)
+        torque_weights(h_r, sqrt_inertia, sqrt_mass, a_ref, torque_weight)
     for w in range(num_worlds):
         if stage == 0:
             # y* = sum_j alpha_j y_{n-j} (pipeline step_start; integration.step_start_vectors / _rotations)
