@@ -62,15 +62,41 @@ _NO_GUESS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(
 
 def _pivot_guess(kplan, bodies, stage_dt):
     """The pivot drives' Newton start (`RigidPivotPositionConstraints.guess_on_targets`): their target rows,
-    actors, CoM-frame arms and the targets (Wt, C, 3)."""
+    actors, CoM-frame arms and the targets (Wt, C, 3); kept on the set while the arrays `_guess_rows` reads are
+    the same objects with the same stiffness and damping values (written in place by their setters), the stage
+    length is the same and the kernel reads the targets array itself."""
     for kind, cs in kplan.sets:
         if kind == "RigidPivotPosition" and len(cs):
+            key = (bodies, cs.actors, cs._data["local_position"], cs.com_local, cs._targets["position"])
+            tail = (float(stage_dt), cs.stiffness.tobytes(), cs.damping.tobytes())
+            cached = cs.__dict__.get("_fused_guess")
+            if cached is not None and cached[1] == tail and all(a is b for a, b in zip(cached[0], key)):
+                return cached[2]
             ok, rows, arm_local = cs._guess_rows(bodies, stage_dt)
-            if ok.size == 0:
-                return _NO_GUESS
-            return (kernel_array(ok, np.int64), kernel_array(rows, np.int64), kernel_array(arm_local),
-                    kernel_array(cs._targets["position"]))
+            targets = kernel_array(cs._targets["position"])
+            value = _NO_GUESS if ok.size == 0 else (kernel_array(ok, np.int64), kernel_array(rows, np.int64),
+                                                    kernel_array(arm_local), targets)
+            cs._fused_guess = (key, tail, value) if targets is cs._targets["position"] else None
+            return value
     return _NO_GUESS
+
+
+def _scratch(state, num_worlds, n, num_stages):
+    """The step's working arrays that leave no trace after it (y*, the static velocities, the stages, Newton's
+    start), kept on the state per shape: every entry is written before it is read in a step."""
+    key = (num_worlds, n, num_stages)
+    cache = state.__dict__.setdefault("_fused_scratch", {})
+    arrays = cache.get(key)
+    if arrays is None:
+        if len(cache) >= 4:
+            cache.clear()
+        vec, mat = (num_worlds, n, 3), (num_worlds, n, 3, 3)
+        arrays = cache[key] = (
+            [np.empty(vec), np.empty(mat), np.empty(vec), np.empty(vec), np.empty(mat)], np.empty(vec),
+            np.empty(vec), [np.empty((num_stages,) + vec), np.empty((num_stages,) + mat),
+                            np.empty((num_stages,) + vec), np.empty((num_stages,) + vec),
+                            np.empty((num_stages,) + mat)], np.empty(vec), np.empty(mat))
+    return arrays
 
 
 def run_group(group, kplan, out, report) -> Kinematics:
@@ -109,10 +135,7 @@ def run_group(group, kplan, out, report) -> Kinematics:
     guess_mode = _GUESS_CODE[params.initial_guess]
 
     vec, mat = (num_worlds, n, 3), (num_worlds, n, 3, 3)
-    star = [np.empty(vec), np.empty(mat), np.empty(vec), np.empty(vec), np.empty(mat)]
-    static_v, static_w = np.empty(vec), np.empty(vec)
-    stages = [np.empty((num_stages,) + vec), np.empty((num_stages,) + mat), np.empty((num_stages,) + vec),
-              np.empty((num_stages,) + vec), np.empty((num_stages,) + mat)]
+    star, static_v, static_w, stages, guess_c, guess_r = _scratch(state, num_worlds, n, num_stages)
     step_status = np.zeros(num_worlds, dtype=np.int64)
     actor_status = np.zeros((num_worlds, n), dtype=np.int64)
     counts = np.zeros(2, dtype=np.int64)
@@ -133,11 +156,10 @@ def run_group(group, kplan, out, report) -> Kinematics:
         tau_start = tau_end - float(stage_dt_factors[i])
         guess = _pivot_guess(kplan, bodies, stage_dt) if guess_mode == fused_kernels.GUESS_TARGETS else _NO_GUESS
         start = [np.empty(vec), np.empty(mat), np.empty(vec), np.empty(vec), np.empty(mat)]
-        guess_c, guess_r = np.empty(vec), np.empty(mat)
         fused_kernels.stage_begin(
             i, alpha, tab.num_history, a_tilde, float(dt), stage_dt, tau_start, tau_end, guess_mode,
-            arrays.is_static, _static_pivot(bodies), sqrt_inertia, sqrt_mass, a_ref, torque_weight, *history, *older, prev_c, prev_r, *guess,
-            world_rows, *star, static_v, static_w, *stages, *start, guess_c, guess_r)
+            arrays.is_static, _static_pivot(bodies), sqrt_inertia, sqrt_mass, a_ref, torque_weight, *history,
+            *older, prev_c, prev_r, *guess, world_rows, *star, static_v, static_w, *stages, *start, guess_c, guess_r)
         out_c, out_r, out_grad, status, iterations, ls_iterations = newton_kernel.run_stage(
             kplan, model, stage_dt, *start, gravity_w, external_force, offset_force, offset_local, force_weight,
             torque_weight, world_rows, guess_c, guess_r, params)
@@ -156,9 +178,9 @@ def run_group(group, kplan, out, report) -> Kinematics:
         world_index=worlds, force_weight=force_weight, torque_weight=torque_weight)
     report.last_stages.append((worlds, ctx, out_c, out_r))
     result = Kinematics(*end)
-    if group.all_worlds:
-        report.status[:] = step_status
-        report.actor_status[:] = actor_status
+    if group.all_worlds:  # the report's arrays are these (fresh per step)
+        report.status = step_status
+        report.actor_status = actor_status
     else:
         report.status[worlds] = step_status
         report.actor_status[worlds] = actor_status
