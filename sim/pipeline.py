@@ -8,6 +8,9 @@ world's result never depends on the rest of the batch) and runs, per group (`_Gr
     -> step_end (b~) -> divergence_reset (worlds where any stage diverged go back to y_n)
 
 then shifts every world's history (the new state becomes y_n). Every stage is vectorized over worlds and actors.
+
+On the compiled Newton a group runs the same stages as kernels instead (`fused_step.run_group`, the default; the
+choice is `fused_step.scope`'s, from the settings only): `_GroupStep.run` is then the oracle it is tested against.
 """
 
 from __future__ import annotations
