@@ -19,8 +19,9 @@ import os
 import numpy as np
 
 from . import newton_kernel
-from .jit import kernel_array
+from .jit import compile_in_processes, kernel_array
 from .kernels import fused as fused_kernels
+from .kernels import newton as newton_kernels
 from .model import Kinematics, _force_weight
 from .params import InitialGuess
 from .potentials.base import StageContext
@@ -150,6 +151,18 @@ def run_group(group, kplan, out, report) -> Kinematics:
                                                                     h.angular_velocity, h.velocity_sym))
     prev_c, prev_r = kernel_array(prev_c), kernel_array(prev_r)
     stage_dt_factors, stage_time_factors = tab.stage_dt_factors, tab.stage_time_factors
+    if not fused_kernels.stage_begin.overloads and newton_kernels.cold_cache():
+        # The first step of a process on a cold cache: a child compiles the fused kernels while this process
+        # compiles the Newton (run on no worlds; its callees compile in two more children), then loads them.
+        children = compile_in_processes([f"from {fused_kernels.__name__} import compile_kernels; compile_kernels()"])
+        none = slice(0, 0)
+        newton_kernel.run_stage(
+            kplan, model, dt * float(stage_dt_factors[0]), *(a[none] for a in history), gravity_w[none],
+            kernel_array(external_force)[none], None if offset_force is None else kernel_array(offset_force)[none],
+            offset_local, force_weight, torque_weight[none], kernel_array(world_rows, np.int64)[none],
+            guess_c[none], guess_r[none], params)
+        for child in children:
+            child.wait()
     for i in range(num_stages):
         stage_dt = dt * float(stage_dt_factors[i])
         tau_end = float(stage_time_factors[i])

@@ -244,3 +244,15 @@ def test_outside_guess_stays_on_the_per_stage_step():
                                    "(its contact depth test runs in numpy))")
     scene.step(0.01)
     assert scene._last_report.solver_path == scene.solver_path()
+
+
+def test_the_cold_cache_child_compiles_the_kernels_the_step_calls():
+    """`kernels.fused.compile_kernels` (a child process's work on a cold cache) compiles stage_begin and stage_end
+    for exactly the argument types of a step: after a step there is still one specialization of each (a second
+    one would be compiled in the stepping process, the child's work wasted)."""
+    from superdex_gym.sim.kernels import fused
+
+    fused.compile_kernels()
+    scene = _stack(2)
+    scene.step(0.01)
+    assert len(fused.stage_begin.signatures) == 1 and len(fused.stage_end.signatures) == 1

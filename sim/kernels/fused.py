@@ -383,3 +383,20 @@ def stage_end(
             _combine_vector(star_s[w, b].ravel(), b_tilde, num_stages,
                             st_s.reshape(st_s.shape[0], num_worlds, n, 9), w, b, end_s[w, b].ravel(), 9)
             _combine_rotation(star_r[w, b], b_tilde, num_stages, st_r, w, b, end_r[w, b], m, theta, part)
+
+
+def compile_kernels() -> None:
+    """Compile `stage_begin` and `stage_end` for the argument types `fused_step.run_group` passes (C-contiguous
+    writable arrays, Python ints, floats and bools), by calling them on no worlds: the work of the child process
+    `fused_step` starts on a cold cache, which this process then loads from the cache."""
+    f8, i8, b1 = np.float64, np.int64, np.bool_
+
+    def z(ndim, dtype=f8):
+        return np.zeros((0,) * ndim, dtype=dtype)
+
+    kin = (z(3), z(4), z(3), z(3), z(4))
+    stages = (z(4), z(5), z(4), z(4), z(5))
+    stage_begin(0, z(1), 1, z(2), 0.01, 0.01, 0.0, 1.0, 0, z(1, b1), z(2), z(3), z(1), 1.0, z(3), *kin, *kin, *kin,
+                z(3), z(4), z(1, i8), z(1, i8), z(2), z(3), z(1, i8), *kin, z(3), z(3), *stages, *kin, z(3), z(4))
+    stage_end(0, True, z(1), 0.01, 1e-3, z(1, b1), z(1), z(3), z(3), z(4), z(3), z(4), z(3), z(1, i8), z(1, i8),
+              z(1, i8), *kin, z(3), z(4), z(3), z(3), *stages, z(1, i8), z(2, i8), z(1, i8), z(1), *kin)
