@@ -99,8 +99,10 @@ def _combine_rotation(base, coeffs, count, others, w, n, out, m, theta, part):
 
 
 @inner_kernel
-def _combine_vector(base, coeffs, count, others, w, n, out, size):
-    """integration.combine_vectors for one body's ``size`` values (flattened rows of (S, W, N, size))."""
+def _combine_vector(base, coeffs, count, others, w, n, out):
+    """integration.combine_vectors for one body's values (``base``, ``out`` 1-D; ``others`` (S, W, N, size)). The
+    size is read from ``base``, not passed: a literal argument would compile one more specialization."""
+    size = base.shape[0]
     for a in range(size):
         out[a] = base[a]
     for j in range(count):
@@ -163,6 +165,7 @@ def stage_begin(
     hist_r = np.empty((2, 1, 1, 3, 3))  # y_{n-1}, y_{n-2} rotations of one body, for _combine_rotation
     hist_v = np.empty((2, 1, 1, 9))
     coeffs = np.empty(max(a_tilde.shape[0], 2))
+    zero = np.int64(0)  # not the literal 0 as an argument: each literal compiles one more specialization
     if stage == 0:  # residual weights from the poses at step start (pipeline _GroupStep.run)
         torque_weights(h_r, sqrt_inertia, sqrt_mass, a_ref, torque_weight)
     for w in range(num_worlds):
@@ -193,19 +196,19 @@ def stage_begin(
                             hist_v[0, 0, 0, a] = h1_s[w, b, a // 3, a % 3]
                             hist_v[1, 0, 0, a] = h2_s[w, b, a // 3, a % 3]
                     if field == 0:
-                        _combine_vector(h_c[w, b], coeffs, num_alpha - 1, hist_v, 0, 0, star_c[w, b], 3)
+                        _combine_vector(h_c[w, b], coeffs, num_alpha - 1, hist_v, zero, zero, star_c[w, b])
                     elif field == 1:
-                        _combine_vector(h_v[w, b], coeffs, num_alpha - 1, hist_v, 0, 0, star_v[w, b], 3)
+                        _combine_vector(h_v[w, b], coeffs, num_alpha - 1, hist_v, zero, zero, star_v[w, b])
                     elif field == 2:
-                        _combine_vector(h_w[w, b], coeffs, num_alpha - 1, hist_v, 0, 0, star_w[w, b], 3)
+                        _combine_vector(h_w[w, b], coeffs, num_alpha - 1, hist_v, zero, zero, star_w[w, b])
                     else:
-                        _combine_vector(h_s[w, b].ravel(), coeffs, num_alpha - 1, hist_v, 0, 0,
-                                        star_s[w, b].ravel(), 9)
+                        _combine_vector(h_s[w, b].ravel(), coeffs, num_alpha - 1, hist_v, zero, zero,
+                                        star_s[w, b].ravel())
                 for a in range(3):
                     for e in range(3):
                         hist_r[0, 0, 0, a, e] = h1_r[w, b, a, e]
                         hist_r[1, 0, 0, a, e] = h2_r[w, b, a, e]
-                _combine_rotation(h_r[w, b], coeffs, num_alpha - 1, hist_r, 0, 0, star_r[w, b], m, theta, part)
+                _combine_rotation(h_r[w, b], coeffs, num_alpha - 1, hist_r, zero, zero, star_r[w, b], m, theta, part)
             # Static velocity from consecutive poses, at the pivot p (pipeline static_motion): exactly zero in a
             # world whose statics did not move.
             moved = False
@@ -246,11 +249,11 @@ def stage_begin(
                     for e in range(3):
                         start_s[w, b, a, e] = 0.0
                 continue
-            _combine_vector(star_c[w, b], coeffs, stage, st_c, w, b, start_c[w, b], 3)
-            _combine_vector(star_v[w, b], coeffs, stage, st_v, w, b, start_v[w, b], 3)
-            _combine_vector(star_w[w, b], coeffs, stage, st_w, w, b, start_w[w, b], 3)
+            _combine_vector(star_c[w, b], coeffs, stage, st_c, w, b, start_c[w, b])
+            _combine_vector(star_v[w, b], coeffs, stage, st_v, w, b, start_v[w, b])
+            _combine_vector(star_w[w, b], coeffs, stage, st_w, w, b, start_w[w, b])
             _combine_vector(star_s[w, b].ravel(), coeffs, stage, st_s.reshape(st_s.shape[0], num_worlds, n, 9),
-                            w, b, start_s[w, b].ravel(), 9)
+                            w, b, start_s[w, b].ravel())
             if stage == 0:
                 for a in range(3):
                     for e in range(3):
@@ -377,11 +380,11 @@ def stage_end(
                         end_r[w, b, a, e] = h_r[w, b, a, e]
                         end_s[w, b, a, e] = 0.0
                 continue
-            _combine_vector(star_c[w, b], b_tilde, num_stages, st_c, w, b, end_c[w, b], 3)
-            _combine_vector(star_v[w, b], b_tilde, num_stages, st_v, w, b, end_v[w, b], 3)
-            _combine_vector(star_w[w, b], b_tilde, num_stages, st_w, w, b, end_w[w, b], 3)
+            _combine_vector(star_c[w, b], b_tilde, num_stages, st_c, w, b, end_c[w, b])
+            _combine_vector(star_v[w, b], b_tilde, num_stages, st_v, w, b, end_v[w, b])
+            _combine_vector(star_w[w, b], b_tilde, num_stages, st_w, w, b, end_w[w, b])
             _combine_vector(star_s[w, b].ravel(), b_tilde, num_stages,
-                            st_s.reshape(st_s.shape[0], num_worlds, n, 9), w, b, end_s[w, b].ravel(), 9)
+                            st_s.reshape(st_s.shape[0], num_worlds, n, 9), w, b, end_s[w, b].ravel())
             _combine_rotation(star_r[w, b], b_tilde, num_stages, st_r, w, b, end_r[w, b], m, theta, part)
 
 
