@@ -87,8 +87,16 @@ class ContactSystem(Potential):
             frozenset(self._layer_disabled),
             frozenset(self._actor_disabled),
             tuple(sorted((tuple(sorted(k)), repr(v)) for k, v in self._overrides.items())),
-            repr(scene.contact_evaluation_params()),
+            self._eval_repr(scene.contact_evaluation_params()),
         )
+
+    def _eval_repr(self, params) -> str:
+        """repr of the contact evaluation switches, kept per object: the scene replaces its solver parameters (a
+        deep copy) on every change, so the same object has the same values."""
+        cached = self.__dict__.get("_eval_repr_cache")
+        if cached is None or cached[0] is not params:
+            cached = self._eval_repr_cache = (params, repr(params))
+        return cached[1]
 
     def before_step(self, scene) -> None:
         """Check the scene version once per step: no call can change it during the step's solves."""

@@ -8,6 +8,8 @@ step's solves and readable as ``Scene.solver_path()``; it never changes because 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .jit import kernel_array
@@ -110,35 +112,53 @@ _EMPTY = {}
 
 
 def _empty(shape, dtype=np.float64):
-    key = (shape, np.dtype(dtype).str)
+    """A shared zero-size (or read-only by convention) array of ``shape``; kernels never write into these."""
+    key = (shape, dtype)
     arr = _EMPTY.get(key)
     if arr is None:
         arr = _EMPTY[key] = np.zeros(shape, dtype=dtype)
     return arr
 
 
-def _pivot_inputs(cs, kind, ctx: StageContext, world_rows):
+def _pivot_inputs(cs, kind, stage_dt: float, com0, rot0, world_rows):
     """The arrays one pivot set passes to the kernel: actors, geometry, targets, g_old at stage start (W, C, 3),
-    stiffness, damping / dt, saturation, damped."""
-    dt = float(ctx.stage_dt)
-    if not (np.isfinite(dt) and dt > 0.0):
-        raise ValueError(f"stage_dt must be positive and finite, got {ctx.stage_dt}")
-    actors = kernel_array(cs.actors[:, 0], np.int64)
-    if kind == "RigidPivotPosition":
-        geometry = kernel_array(cs._data["local_position"] - cs.com_local[cs.actors[:, 0]])
-        target = kernel_array(cs._targets["position"])
-    else:
-        geometry = kernel_array(cs._data["local_rotation"])
-        target = kernel_array(cs._targets["rotation"])
-    damp = kernel_array(cs.damping / dt)
-    damped = bool(np.any(damp != 0.0))
-    if damped:
-        g_old = cs._values_kernel(kernel_array(ctx.com_position0), kernel_array(ctx.rotation0), world_rows,
-                                  cs._old_targets, False)[0]
-    else:
-        g_old = _empty((ctx.com_position0.shape[0], len(cs), 3))
-    return (len(cs), actors, geometry, target, kernel_array(g_old), kernel_array(cs.stiffness), damp,
-            kernel_array(cs.saturation), damped)
+    stiffness, damping / dt, saturation, damped.
+
+    Kept on the set and reused while its arrays are the same objects (the constraints' actors, local geometry and
+    the CoMs are replaced, never written in place; the targets, stiffness and saturation are written in place by
+    their setters, so the kernel reads their current values), the damping holds the same values and the stage
+    length and world count are the same; g_old depends on the stage start and is computed for damped sets only."""
+    dt = float(stage_dt)
+    if not (math.isfinite(dt) and dt > 0.0):
+        raise ValueError(f"stage_dt must be positive and finite, got {stage_dt}")
+    point = kind == "RigidPivotPosition"
+    source = cs._data["local_position"] if point else cs._data["local_rotation"]
+    target_source = cs._targets["position" if point else "rotation"]
+    key = (cs.actors, source, cs.com_local, target_source, cs.stiffness, cs.saturation)
+    tail = (dt, com0.shape[0], cs.damping.tobytes())
+    cached = cs.__dict__.get("_stage_inputs")
+    if (cached is None or cached[1] != tail or any(a is not b for a, b in zip(cached[0], key))):
+        actors = kernel_array(cs.actors[:, 0], np.int64)
+        geometry = kernel_array(source - cs.com_local[cs.actors[:, 0]]) if point else kernel_array(source)
+        damp = kernel_array(cs.damping / dt)
+        target, stiffness, saturation = (kernel_array(target_source), kernel_array(cs.stiffness),
+                                         kernel_array(cs.saturation))
+        value = (len(cs), actors, geometry, target, _empty((com0.shape[0], len(cs), 3)), stiffness, damp,
+                 saturation, bool(np.any(damp != 0.0)))
+        # Kept only when the kernel reads the setters' arrays themselves (kernel_array made no copy of them).
+        same = target is target_source and stiffness is cs.stiffness and saturation is cs.saturation
+        cs._stage_inputs = cached = (key, tail, value) if same else None
+        if cached is None:
+            return _with_g_old(cs, value, com0, rot0, world_rows)
+    return _with_g_old(cs, cached[2], com0, rot0, world_rows)
+
+
+def _with_g_old(cs, value, com0, rot0, world_rows):
+    """``value`` with g_old, the constraint values at the stage start (W, C, 3), when the set is damped."""
+    if not value[8]:
+        return value
+    g_old = cs._values_kernel(com0, rot0, world_rows, cs._old_targets, False)[0]
+    return value[:4] + (kernel_array(g_old),) + value[5:]
 
 
 def _no_pivots(kind, num_worlds):
@@ -150,51 +170,99 @@ def _no_pivots(kind, num_worlds):
 
 def solve(kplan: KernelPlan, ctx: StageContext, com_position, rotation, params: NonLinearSolverParams):
     """`newton.newton_solve` on the compiled per-world Newton; returns a `newton.NewtonResult`."""
-    from .contact.potential import _FRICTION_MODEL_CODE
     from .newton import NewtonResult, _actor_residuals, _residual_norm
 
-    model = ctx.model
-    bodies = model.bodies
-    arrays = bodies.kernel_arrays
     num_worlds, n = com_position.shape[:2]
-    world_rows = np.arange(num_worlds) if ctx.world_index is None else np.asarray(ctx.world_index, dtype=np.int64)
-    world_rows = kernel_array(world_rows, np.int64)
-    dyn_index = kernel_array(np.flatnonzero(~bodies.is_static), np.int64)
-
-    contact_args = None
     pot = kplan.contact.potential() if kplan.contact is not None else None
     if pot is not None:
         pot._check_state(ctx, com_position, rotation)
-        cfg = pot.config
-        slots = pot._coupling_slots
-        contact_args = (True, *pot._kernel_samples, *pot._kernel_pairs, *pot._kernel_colliders,
-                        _FRICTION_MODEL_CODE[cfg.friction_model], bool(cfg.fade_friction),
-                        bool(cfg.implicit_normal_force_for_dissipation), bool(cfg.fitted_friction_hessian),
-                        kernel_array(slots.body_a, np.int64), kernel_array(slots.body_b, np.int64))
-    else:
-        contact_args = _NO_CONTACT
-
-    has_constraints = kplan.constraint_system is not None and any(len(cs) for _, cs in kplan.sets)
-    pivots = {"RigidPivotPosition": _no_pivots("RigidPivotPosition", num_worlds),
-              "RigidPivotRotation": _no_pivots("RigidPivotRotation", num_worlds)}
-    pivot_order = 0
-    if has_constraints:
-        kplan.constraint_system._sync_com_local(bodies.com_local)
+    if kplan.constraint_system is not None:
+        kplan.constraint_system._sync_com_local(ctx.model.bodies.com_local)
         for kind, cs in kplan.sets:
             if len(cs):
                 if n != cs.num_bodies:
                     raise ValueError(f"poses have {n} actors but com_local has {cs.num_bodies}; call set_com_local")
                 cs._worlds_of(com_position, ctx.world_index)
-                pivots[kind] = _pivot_inputs(cs, kind, ctx, world_rows)
-        kinds = [k for k, cs in kplan.sets if len(cs)]
-        pivot_order = 1 if kinds and kinds[0] == "RigidPivotRotation" else 0
+    world_rows = np.arange(num_worlds) if ctx.world_index is None else np.asarray(ctx.world_index, dtype=np.int64)
+    out_c, out_r, out_grad, status, iterations, ls_iterations = run_stage(
+        kplan, ctx.model, ctx.stage_dt, ctx.com_position0, ctx.rotation0, ctx.linear_velocity0,
+        ctx.angular_velocity0, ctx.velocity_sym0, kernel_array(np.broadcast_to(ctx.gravity, (num_worlds, 3))),
+        ctx.external_force, ctx.offset_force, ctx.offset_local,
+        kernel_array(np.broadcast_to(ctx.force_weight, (n,))),
+        kernel_array(np.broadcast_to(ctx.torque_weight, (num_worlds, n, 3))), world_rows, com_position, rotation,
+        params)
+    return NewtonResult(
+        com_position=out_c, rotation=out_r, status=status, iterations=iterations,
+        line_search_iterations=ls_iterations, residual_norm=_residual_norm(out_grad),
+        actor_residual=_actor_residuals(out_grad, ctx))
 
-    has_offset = ctx.offset_force is not None
-    offset_force = kernel_array(ctx.offset_force) if has_offset else _empty((num_worlds, n, 0, 3))
-    offset_local = kernel_array(ctx.offset_local) if has_offset else _empty((n, 0, 3))
-    gravity = kernel_array(np.broadcast_to(ctx.gravity, (num_worlds, 3)))
-    force_weight = kernel_array(np.broadcast_to(ctx.force_weight, (n,)))
-    torque_weight = kernel_array(np.broadcast_to(ctx.torque_weight, (num_worlds, n, 3)))
+
+def _body_inputs(bodies):
+    """(dyn_index, any_newton_euler) of a model, kept on it (it is frozen)."""
+    cached = bodies.__dict__.get("_stage_inputs")
+    if cached is None:
+        cached = bodies.__dict__["_stage_inputs"] = (
+            kernel_array(np.flatnonzero(~bodies.is_static), np.int64), bool(np.any(bodies.kernel_arrays.newton_euler)))
+    return cached
+
+
+def _contact_inputs(pot):
+    """The contact potential's arguments of newton_stage, kept on it (its arrays and configuration are frozen: the
+    contact system builds a new potential when the scene changes)."""
+    args = pot.__dict__.get("_stage_inputs")
+    if args is None:
+        from .contact.potential import _FRICTION_MODEL_CODE
+
+        cfg = pot.config
+        slots = pot._coupling_slots
+        args = pot._stage_inputs = (
+            True, *pot._kernel_samples, *pot._kernel_pairs, *pot._kernel_colliders,
+            _FRICTION_MODEL_CODE[cfg.friction_model], bool(cfg.fade_friction),
+            bool(cfg.implicit_normal_force_for_dissipation), bool(cfg.fitted_friction_hessian),
+            kernel_array(slots.body_a, np.int64), kernel_array(slots.body_b, np.int64))
+    return args
+
+
+def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0, gravity, external_force,
+              offset_force, offset_local, force_weight, torque_weight, world_rows, guess_c, guess_r,
+              params: NonLinearSolverParams):
+    """One stage's compiled Newton solve of every world: the stage start (W, N, ...), gravity (W, 3), loads,
+    offset forces (None when there are none), the convergence weights (N,) and (W, N, 3), the worlds' rows of the
+    constraints' per-world arrays (W,), Newton's start; the caller has checked that they fit the plan's
+    potentials. Returns out_c (W, N, 3), out_r (W, N, 3, 3), the gradient there (W, N, 6), status, iterations,
+    line-search iterations (W,). The frozen inputs (the model's, the contact potential's and the pivot sets'
+    arrays) are converted once and kept on their objects."""
+    arrays = model.bodies.kernel_arrays
+    dyn_index, any_newton_euler = _body_inputs(model.bodies)
+    num_worlds, n = guess_c.shape[:2]
+    world_rows = kernel_array(world_rows, np.int64)
+    com0, rot0 = kernel_array(com0), kernel_array(rot0)
+    pot = kplan.contact.potential() if kplan.contact is not None else None
+    contact_args = _contact_inputs(pot) if pot is not None else _NO_CONTACT
+
+    pp = pr = None
+    pivot_order = 0
+    has_constraints = False
+    if kplan.sets:  # the sets' CoM-frame arms follow the model's com_local (a new array after any change)
+        kplan.constraint_system._sync_com_local(model.bodies.com_local)
+    for kind, cs in kplan.sets:
+        if len(cs):
+            if not has_constraints:
+                pivot_order = 1 if kind == "RigidPivotRotation" else 0
+            has_constraints = True
+            inputs = _pivot_inputs(cs, kind, stage_dt, com0, rot0, world_rows)
+            if kind == "RigidPivotPosition":
+                pp = inputs
+            else:
+                pr = inputs
+    if pp is None:
+        pp = _no_pivots("RigidPivotPosition", num_worlds)
+    if pr is None:
+        pr = _no_pivots("RigidPivotRotation", num_worlds)
+
+    has_offset = offset_force is not None
+    offset_force = kernel_array(offset_force) if has_offset else _empty((num_worlds, n, 0, 3))
+    offset_local = kernel_array(offset_local) if has_offset else _empty((n, 0, 3))
 
     out_c = np.empty((num_worlds, n, 3))
     out_r = np.empty((num_worlds, n, 3, 3))
@@ -202,34 +270,40 @@ def solve(kplan: KernelPlan, ctx: StageContext, com_position, rotation, params: 
     status = np.empty(num_worlds, dtype=np.int64)
     iterations = np.empty(num_worlds, dtype=np.int64)
     ls_iterations = np.empty(num_worlds, dtype=np.int64)
-    pp, pr = pivots["RigidPivotPosition"], pivots["RigidPivotRotation"]
-    any_newton_euler = bool(np.any(arrays.newton_euler))
-    external_force = kernel_array(ctx.external_force)
-    needed = newton_kernels.needed_callees(
-        newton_euler=any_newton_euler, loads=bool(np.any(external_force != 0.0)), offset_forces=has_offset,
-        contact=bool(contact_args[0]), point_pivots=pp[0] > 0, rotation_pivots=pr[0] > 0)
-    com0, rot0 = kernel_array(ctx.com_position0), kernel_array(ctx.rotation0)
-    vel0, omega0 = kernel_array(ctx.linear_velocity0), kernel_array(ctx.angular_velocity0)
-    sym0 = kernel_array(ctx.velocity_sym0)
-    guess_c, guess_r = kernel_array(com_position), kernel_array(rotation)
+    external_force = kernel_array(external_force)
+    flags = (any_newton_euler, bool(external_force.any()), has_offset, bool(contact_args[0]), pp[0] > 0, pr[0] > 0)
+    needed = _NEEDED.get(flags)
+    if needed is None:
+        needed = _NEEDED[flags] = newton_kernels.needed_callees(*flags)
+    vel0, omega0 = kernel_array(vel0), kernel_array(omega0)
+    sym0 = kernel_array(sym0)
+    guess_c, guess_r = kernel_array(guess_c), kernel_array(guess_r)
+    solver_args = (
+        int(params.max_iter), params.convergence_mode is ConvergenceMode.GLOBAL, float(params.abs_tol),
+        float(params.rel_tol), float(params.rel_step_tol), params.psd_proj_mode is PsdProjMode.ALWAYS,
+        bool(params.explosion_control), float(params.abs_div_tol), float(params.rel_div_tol),
+        _LS_CODE[params.line_search_type], int(params.line_search_max_iter), float(params.line_search_alpha),
+        float(params.line_search_wolfe1), float(params.line_search_max_rel_increase),
+        bool(params.best_iterate_on_stop))
+    stage_dt = float(stage_dt)
+
+    # newton_stage's arguments in order; the per-world ones (leading axis W) at the positions in `per_world`.
+    args = [None, arrays.mass, arrays.second_moment, arrays.is_static, arrays.has_gravity,
+            arrays.rotational_inertia, arrays.inertia, arrays.newton_euler, any_newton_euler, dyn_index,
+            stage_dt, com0, rot0, vel0, omega0, sym0, gravity, external_force,
+            offset_force, offset_local, has_offset, force_weight, torque_weight, *contact_args,
+            has_constraints, pivot_order, world_rows, *pp, *pr, *solver_args,
+            guess_c, guess_r, out_c, out_r, out_grad, status, iterations, ls_iterations]
 
     def stage(w, addresses):
         """The worlds ``w`` (a slice): every per-world array is sliced along its leading axis (contiguous views),
         so each world is solved exactly as in one call over all of them."""
-        newton_kernels.newton_stage(
-            addresses, arrays.mass, arrays.second_moment, arrays.is_static, arrays.has_gravity,
-            arrays.rotational_inertia, arrays.inertia, arrays.newton_euler, any_newton_euler, dyn_index,
-            float(ctx.stage_dt), com0[w], rot0[w], vel0[w], omega0[w], sym0[w], gravity[w], external_force[w],
-            offset_force[w], offset_local, has_offset, force_weight, torque_weight[w], *contact_args,
-            has_constraints, pivot_order, world_rows[w], pp[0], pp[1], pp[2], pp[3], pp[4][w], pp[5], pp[6], pp[7],
-            pp[8], pr[0], pr[1], pr[2], pr[3], pr[4][w], pr[5], pr[6], pr[7], pr[8],
-            int(params.max_iter), params.convergence_mode is ConvergenceMode.GLOBAL, float(params.abs_tol),
-            float(params.rel_tol), float(params.rel_step_tol), params.psd_proj_mode is PsdProjMode.ALWAYS,
-            bool(params.explosion_control), float(params.abs_div_tol), float(params.rel_div_tol),
-            _LS_CODE[params.line_search_type], int(params.line_search_max_iter), float(params.line_search_alpha),
-            float(params.line_search_wolfe1), float(params.line_search_max_rel_increase),
-            bool(params.best_iterate_on_stop), guess_c[w], guess_r[w], out_c[w], out_r[w], out_grad[w], status[w],
-            iterations[w], ls_iterations[w])
+        call = list(args)
+        call[0] = addresses
+        if w is not None:
+            for k in _per_world_positions(len(contact_args), len(solver_args)):
+                call[k] = call[k][w]
+        newton_kernels.newton_stage(*call)
 
     compiling = [] if newton_kernels.newton_stage.overloads else newton_kernels.compile_callees_elsewhere(needed)
     if compiling:  # a cold cache: compile newton_stage here (a call on no worlds) while children compile callees
@@ -237,11 +311,38 @@ def solve(kplan: KernelPlan, ctx: StageContext, com_position, rotation, params: 
         for child in compiling:
             child.wait()
     addresses = newton_kernels.callee_addresses(needed)
-    run_world_slices(lambda w: stage(w, addresses), num_worlds)
-    return NewtonResult(
-        com_position=out_c, rotation=out_r, status=status, iterations=iterations,
-        line_search_iterations=ls_iterations, residual_norm=_residual_norm(out_grad),
-        actor_residual=_actor_residuals(out_grad, ctx))
+    if num_worlds == 1 or _single_thread():
+        args[0] = addresses
+        newton_kernels.newton_stage(*args)
+    else:
+        run_world_slices(lambda w: stage(w, addresses), num_worlds)
+    return out_c, out_r, out_grad, status, iterations, ls_iterations
+
+
+def _per_world_positions(num_contact: int, num_solver: int) -> tuple:
+    """The positions in newton_stage's argument list of the arrays with a leading world axis: the stage start,
+    gravity, loads, offset forces, torque weights, world rows, the pivot sets' g_old, Newton's start and the
+    outputs."""
+    after_contact = 23 + num_contact  # has_constraints
+    pivots = after_contact + 3  # the first pivot set's 9 inputs; its g_old is the fifth
+    outputs = pivots + 18 + num_solver
+    return ((11, 12, 13, 14, 15, 16, 17, 18, 22, after_contact + 2, pivots + 4, pivots + 13)
+            + tuple(range(outputs, outputs + 8)))
+
+
+_NEEDED: dict = {}  # needed_callees per (newton_euler, loads, offset_forces, contact, point, rotation pivots)
+
+
+def _single_thread() -> bool:
+    return _worker_threads() < 2
+
+
+def _worker_threads() -> int:
+    from .context import worker_threads  # sim.context imports the scene, which imports this module
+
+    global _worker_threads
+    _worker_threads = worker_threads
+    return worker_threads()
 
 
 def _no_contact():

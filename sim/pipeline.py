@@ -8,6 +8,9 @@ world's result never depends on the rest of the batch) and runs, per group (`_Gr
     -> step_end (b~) -> divergence_reset (worlds where any stage diverged go back to y_n)
 
 then shifts every world's history (the new state becomes y_n). Every stage is vectorized over worlds and actors.
+
+On the compiled Newton a group runs the same stages as kernels instead (`fused_step.run_group`, the default; the
+choice is `fused_step.scope`'s, from the settings only): `_GroupStep.run` is then the oracle it is tested against.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from .integration import (
     step_start_vectors,
 )
 from .model import Kinematics, Model, State, convergence_weights
-from . import newton_kernel
+from . import fused_step, newton_kernel
 from .jit import kernel_array
 from .kernels import step as step_kernels
 from .newton import newton_solve
@@ -51,6 +54,21 @@ def solver_path(potentials, params) -> tuple:
         return "numpy", kplan
     return "compiled", kplan
 
+def step_path_name(path: str, detail, solver, reason=None) -> str:
+    """What `Scene.solver_path` reports: "compiled (fused step)" (sim/fused_step.py), "compiled (per-stage step:
+    <why>)" or "numpy: <why>" (docs/engine.md, "Solver paths"); ``reason``: `fused_step.scope`'s, when known."""
+    if path != "compiled":
+        return f"numpy: {detail}"
+    if reason is None:
+        reason = fused_step.scope(solver)
+    if reason is None:
+        return _FUSED_NAME
+    return f"compiled (per-stage step: {reason})"
+
+
+_FUSED_NAME = "compiled (fused step)"
+
+
 @dataclass
 class StepReport:
     status: np.ndarray  # (W,) worst ConvergenceStatus value over the stages
@@ -64,7 +82,7 @@ class StepReport:
     num_stages: int = 0
     # Per world group: (worlds, last stage's StageContext, its end com_position, rotation), for force queries.
     last_stages: list = None
-    solver_path: str = ""  # "compiled" or "numpy: <reason>" (sim/newton_kernel.py)
+    solver_path: str = ""  # `step_path_name`: "compiled (fused step)", "compiled (per-stage step: ...)", "numpy: ..."
 
 
 def velocity_sym_for_spin(omega: np.ndarray, h: float) -> np.ndarray:
@@ -105,23 +123,33 @@ def step(model: Model, state: State, dt: float, solver: SolverParams, gravity: n
     actor_status = np.zeros((num_worlds, num_bodies), dtype=np.int64)
     report = StepReport(status, 0, 0, 0.0, actor_status, last_stages=[])
     needed = effective_tableau(method, 3).num_history
-    avail = np.minimum(state.num_history, needed)
     potentials = CORE_POTENTIALS + tuple(extra_potentials)
     path, kplan = solver_path(extra_potentials, solver.non_linear_solver)
-    report.solver_path = "compiled" if path == "compiled" else f"numpy: {kplan}"
+    reason = fused_step.scope(solver) if path == "compiled" else None
+    fused = path == "compiled" and reason is None
+    report.solver_path = step_path_name(path, kplan, solver, reason)
     kplan = kplan if path == "compiled" else None
-    groups = [int(avail[0])] if avail.size and np.all(avail == avail[0]) else np.unique(avail).tolist()
+    if num_worlds == 1:  # one world, one group (the single-env case, without the reductions below)
+        groups = [min(int(state.num_history[0]), needed)]
+        avail = None
+    else:
+        avail = np.minimum(state.num_history, needed)
+        groups = [int(avail[0])] if avail.size and np.all(avail == avail[0]) else np.unique(avail).tolist()
     if len(groups) == 1:  # every world in one group: its end state becomes y_n as it is (fresh arrays, no copy)
         tab = effective_tableau(method, groups[0])
         group = _GroupStep(model, state, np.arange(num_worlds), tab, dt, solver, gravity, potentials, kplan,
                            all_worlds=True)
-        new_history0 = group.run(None, report)
+        new_history0 = fused_step.run_group(group, kplan, None, report) if fused else group.run(None, report)
     else:
         new_history0 = state.current.copy()
         for count in groups:
             worlds = np.nonzero(avail == count)[0]
             tab = effective_tableau(method, int(count))
-            _GroupStep(model, state, worlds, tab, dt, solver, gravity, potentials, kplan).run(new_history0, report)
+            group = _GroupStep(model, state, worlds, tab, dt, solver, gravity, potentials, kplan)
+            if fused:
+                fused_step.run_group(group, kplan, new_history0, report)
+            else:
+                group.run(new_history0, report)
     # Shift the history: the new completed step becomes y_n.
     state.history = [new_history0] + state.history[:2]
     state.num_history = np.minimum(state.num_history + 1, 3)

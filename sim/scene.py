@@ -81,7 +81,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         self._handle = SceneHandle(next(_SCENE_HANDLES))
         self._sleep_params = None  # experimental.SleepParams once set (sim/experimental.py)
         self._last_report = None
-        self._tunnelling = (None, None)  # (model, tunnelling_geometry) cached per compiled model
+        self._tunnelling = (None, None, None)  # (model, tunnelling_geometry, dynamic mask) kept per compiled model
         self._tunnelling_ratio = np.zeros(1)  # (W,) of the last step
         self._contact_system = ContactSystem(self)
         self._extra_potentials.append(self._contact_system)
@@ -430,10 +430,12 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
 
     # --- stepping ------------------------------------------------------------------------------------------------
     def solver_path(self) -> str:
-        """Which Newton this scene's stages take now: "compiled" (sim/kernels/newton.py) or "numpy: <reason>"
-        (docs/engine.md, "Solver paths"). Decided from the scene's composition and solver settings only."""
+        """Which path this scene's steps take now: "compiled (fused step)" (the compiled Newton with the step's
+        other work in kernels too, sim/fused_step.py), "compiled (per-stage step: <reason>)" (the compiled Newton
+        per stage, sim/kernels/newton.py) or "numpy: <reason>" (docs/engine.md, "Solver paths"). Decided from the
+        scene's composition and solver settings only."""
         path, detail = pipeline.solver_path(self._extra_potentials, self._solver.non_linear_solver)
-        return "compiled" if path == "compiled" else f"numpy: {detail}"
+        return pipeline.step_path_name(path, detail, self._solver)
 
     def step(self, time_step_sec: float) -> None:
         """Advance every world by ``time_step_sec`` seconds. ``step(0)`` runs the callbacks only."""
@@ -466,18 +468,19 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
                 for pot in self._extra_potentials:
                     pot.after_solves(self)
             self._actor_status = report.actor_status
-            ratio = self._step_tunnelling_ratio(start_com, start_rot, dt)
-            diverged = np.flatnonzero(report.status == ConvergenceStatus.DIVERGED.value)
-            if diverged.size:  # as MuJoCo warns on instability: the world did not advance
+            ratio, max_ratio = self._step_tunnelling_ratio(start_com, start_rot, dt)
+            worst = int(report.status.max(initial=1))
+            if worst == ConvergenceStatus.DIVERGED.value:  # as MuJoCo warns on instability: the world did not advance
+                diverged = np.flatnonzero(report.status == ConvergenceStatus.DIVERGED.value)
                 warnings.warn(f"the Newton solve diverged in world(s) {diverged[:8].tolist()}: their dynamic actors "
                               "were put back at the step start, at rest (get_world_status(); docs/reliability.md)",
                               RuntimeWarning, stacklevel=2)
             self._stats = SolverStats(
-                convergence_status=ConvergenceStatus(int(report.status.max(initial=1))),
+                convergence_status=ConvergenceStatus(worst),
                 max_non_linear_iters=report.max_iterations,
                 max_line_search_iters=report.max_line_search_iterations,
                 residual_norm=report.residual_norm,
-                max_tunnelling_ratio=float(ratio.max(initial=0.0)),
+                max_tunnelling_ratio=max_ratio,
             )
             self._perf = PerformanceStats(
                 total_step_time=time.perf_counter() - start,
@@ -495,24 +498,26 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
             self._state.last_dt = dt
         self._run_callbacks("post", dt)
 
-    def _step_tunnelling_ratio(self, start_com, start_rot, dt) -> np.ndarray:
-        """The step's tunnelling ratio per world (sim/tunnelling.py), stored; a warning when it reaches 1."""
+    def _step_tunnelling_ratio(self, start_com, start_rot, dt) -> tuple[np.ndarray, float]:
+        """The step's tunnelling ratio per world (sim/tunnelling.py), stored, and its largest value (0 for no world,
+        NaN when a ratio is NaN); a warning when it reaches 1."""
         model = self.get_model()
         if self._tunnelling[0] is not model:
-            self._tunnelling = (model, tunnelling_geometry(self._records))
+            self._tunnelling = (model, tunnelling_geometry(self._records), ~model.bodies.is_static)
         geometry = self._tunnelling[1]
         cur = self._state.current
         ratio, which = tunnelling_ratio(start_com, start_rot, cur.com_position, cur.rotation, geometry,
-                                        ~model.bodies.is_static)
+                                        self._tunnelling[2])
         self._tunnelling_ratio = ratio
-        if np.any(ratio >= 1.0):
+        max_ratio = float(ratio.max(initial=0.0))
+        if max_ratio >= 1.0 or (max_ratio != max_ratio and np.any(ratio >= 1.0)):
             w = int(np.argmax(ratio))
             half = geometry["half"][which[w]]
             warnings.warn(f"a step of {dt:g} s moved a body's surface {ratio[w] * half:.3g} m (world {w}), more than "
                           f"half the thickness of the static collider {geometry['names'][which[w]]!r} ({half:.3g} m) "
                           f"within its reach: it may have passed through (tunnelling ratio {ratio[w]:.3g}; "
                           "scene.get_tunnelling_ratio(), docs/reliability.md)", RuntimeWarning, stacklevel=2)
-        return ratio
+        return ratio, max_ratio
 
     def get_tunnelling_ratio(self) -> np.ndarray:
         """(W,) per world, the last step's largest surface travel of a dynamic body over the half thickness of a

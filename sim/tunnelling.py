@@ -47,24 +47,37 @@ def tunnelling_ratio(com0, rot0, com1, rot1, geometry: dict, dynamic: np.ndarray
     """Per world (W,): the step's ratio (module docstring) and the index into ``geometry["names"]`` of the collider
     that sets it (-1 where no collider is within reach)."""
     num_worlds = com0.shape[0]
-    rows = geometry["static"]
-    dyn = np.flatnonzero(dynamic)
-    if rows.size == 0 or dyn.size == 0:
+    inputs = _kernel_inputs(geometry, dynamic)
+    if inputs is None:
         return np.zeros(num_worlds), np.full(num_worlds, -1)
-    # The rotations over the step and the colliders' centres take numpy's matrix products; the rest (angles,
-    # travel, gaps, the reach test and the worst pair) is one kernel (sim/kernels/step.py, the same arithmetic).
-    rel = rot1[:, dyn] @ np.swapaxes(rot0[:, dyn], -1, -2)
-    # static bounding-sphere centres in the world at the step start (W, S, 3)
-    centres = com0[:, rows] + np.einsum("wsij,sj->wsi", rot0[:, rows], geometry["centre"])
+    # One kernel: the step's rotations and the colliders' centres as numpy's products round them, then the angles,
+    # travel, gaps, the reach test and the worst pair (sim/kernels/step.py, the same arithmetic as the numpy code).
     ratio = np.empty(num_worlds)
     which = np.empty(num_worlds, dtype=np.int64)
-    near_pi = step_kernels.tunnelling_worst(
-        kernel_array(com0), kernel_array(com1), kernel_array(dyn, np.int64), kernel_array(rel),
-        kernel_array(geometry["reach"][dyn]), kernel_array(centres), kernel_array(geometry["radius"]),
-        kernel_array(geometry["half"]), ratio, which)
+    near_pi = step_kernels.tunnelling_step(kernel_array(com0), kernel_array(rot0), kernel_array(com1),
+                                           kernel_array(rot1), *inputs, ratio, which)
     if near_pi:  # a body turned by nearly pi in one step: log_so3's quaternion route, in numpy
         return tunnelling_ratio_numpy(com0, rot0, com1, rot1, geometry, dynamic)
     return ratio, which
+
+
+def _kernel_inputs(geometry: dict, dynamic: np.ndarray):
+    """The geometry's arrays for `step_kernels.tunnelling_step` (dynamic rows, static rows, centres, the dynamic
+    bodies' reach, radii, half thicknesses), kept in the geometry dict per dynamic mask and geometry arrays (a copy
+    of the dict with other arrays gets its own); None when no pair exists."""
+    key = (dynamic.tobytes(), geometry["static"], geometry["centre"], geometry["reach"], geometry["radius"],
+           geometry["half"])
+    cached = geometry.get("_kernel_inputs")
+    if cached is None or cached[0][0] != key[0] or any(a is not b for a, b in zip(cached[0][1:], key[1:])):
+        rows = geometry["static"]
+        dyn = np.flatnonzero(dynamic)
+        value = None
+        if rows.size and dyn.size:
+            value = (kernel_array(dyn, np.int64), kernel_array(rows, np.int64), kernel_array(geometry["centre"]),
+                     kernel_array(geometry["reach"][dyn]), kernel_array(geometry["radius"]),
+                     kernel_array(geometry["half"]))
+        cached = geometry["_kernel_inputs"] = (key, value)
+    return cached[1]
 
 
 def tunnelling_ratio_numpy(com0, rot0, com1, rot1, geometry: dict, dynamic: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

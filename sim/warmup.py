@@ -15,7 +15,7 @@ def compile_kernels() -> float:
     """Step a small scene that reaches every default-path kernel (contact on the plane, box, sphere and grid-SDF
     colliders, pivot position and rotation constraints, both rotational-inertia forms, gravity, DoF loads and
     offset forces, the contact depth of the free-finger envs' initial guess, and the step's own: SO(3) exp / log,
-    convergence weights, the static actors' selection, the tunnelling ratio next to a static box that turns between
+    convergence weights, the static actors' selection, the fused step's kernels, the tunnelling ratio next to a static box that turns between
     the steps) and return the seconds it took: ~25-30 s from a cold cache (the compiled Newton's callees in two child
     processes meanwhile, `kernels.newton.compile_callees_elsewhere`), under 1 s from a warm one."""
     from . import (ColliderType, InitialGuess, create_box_mesh_shape, create_icosphere_shape, create_plane_shape,
@@ -50,4 +50,8 @@ def compile_kernels() -> float:
         post.set_root_transform(TransformRT(translation=[2.0, 0.0, 0.0],
                                             rotation=[0.0, math.sin(half_turn), 0.0, math.cos(half_turn)]))
         scene.step(0.01)
+    # The fused step (sim/fused_step.py) takes the default-path envs' other initial guess.
+    solver.non_linear_solver.initial_guess = InitialGuess.CONSTANT_VELOCITY_AND_TARGETS
+    scene.set_solver_params(solver)
+    scene.step(0.01)
     return time.perf_counter() - start

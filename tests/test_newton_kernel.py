@@ -101,7 +101,7 @@ def test_min_norm_solve_matches_numpy_lstsq_on_rank_deficient_systems():
 
 def test_solver_path_names_why_a_scene_stays_on_numpy(compiled_newton):
     scene, _ = _stack(1)
-    assert scene.solver_path() == "compiled"
+    assert scene.solver_path() == "compiled (fused step)"
     params = scene.get_solver_params()
     params.non_linear_solver.psd_proj_mode = PsdProjMode.IF_FAIL_RETRY
     scene.set_solver_params(params)
@@ -170,7 +170,7 @@ def test_worker_threads_give_the_serial_results_bit_for_bit(compiled_newton, mon
             _kick(actors, w)
         for _ in range(8):
             scene.step(0.01)
-        assert scene.solver_path() == "compiled"
+        assert scene.solver_path() == "compiled (fused step)"
         return scene._state.current.com_position.copy(), scene._state.current.rotation.copy()
 
     serial_c, serial_r = run()
@@ -212,7 +212,7 @@ def test_push_env_on_the_compiled_newton_follows_the_numpy_one(monkeypatch):
         env = gym.make("SuperDex/Push-v0")
         env.reset(seed=5)
         if compiled:
-            assert env.unwrapped.worlds.scene.solver_path() == "compiled"
+            assert env.unwrapped.worlds.scene.solver_path() == "compiled (fused step)"
         obs[compiled] = np.array([env.step(a)[0]["observation"] for a in actions])
         env.close()
     # float32 observations; bit-identical on the development host, round-off elsewhere.

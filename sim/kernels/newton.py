@@ -340,6 +340,13 @@ def compile_callees(indices) -> None:
         wrapper_address(*_BY_ADDRESS[index])
 
 
+def cold_cache() -> bool:
+    """True when numba's disk cache does not hold the Newton direction kernel (every stage's callee) and this
+    process has not compiled newton_stage: the first step of a process on a cold cache."""
+    fn, sig = _BY_ADDRESS[_DIRECTION]
+    return not newton_stage.overloads and in_disk_cache(fn, sig.args) is False
+
+
 def compile_callees_elsewhere(needed: list[int]) -> list:
     """On a cold cache, start child processes that compile the ``needed`` callees not yet loaded here (contact in
     one, the rest in another: ~8 and ~10 s of compiling on these machines), so that this process can compile

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
 
 from ..jit import inner_kernel
 
@@ -67,3 +70,35 @@ def _log_near_pi(m, out):
     scale = 2.0 / max(q[3], 1e-300) if sin_half < 1e-12 else 2.0 * half / sin_half
     for j in range(3):
         out[j] = scale * q[j]
+
+
+# 3x3 products rounded as numpy's matmul rounds them on these x86-64 hosts: OpenBLAS's kernels accumulate
+# c_ij = fma(a_i2, b_2j, fma(a_i1, b_1j, a_i0 b_0j)) (measured), so kernels replacing a numpy product keep its bits
+# (sim/kernels/fused.py, step.py).
+@intrinsic
+def fma(typingctx, x, y, z):
+    """x y + z rounded once (LLVM's fma: the FMA instruction, or libm's correctly rounded fma without one)."""
+    sig = types.float64(types.float64, types.float64, types.float64)
+
+    def codegen(context, builder, signature, args):
+        double = ir.DoubleType()
+        fn = builder.module.declare_intrinsic("llvm.fma", [double], ir.FunctionType(double, [double] * 3))
+        return builder.call(fn, args)
+
+    return sig, codegen
+
+
+@inner_kernel
+def matmul3(a, b, out):
+    """out = a @ b for 3x3 matrices, as numpy's matmul (OpenBLAS) rounds it."""
+    for i in range(3):
+        for j in range(3):
+            out[i, j] = fma(a[i, 2], b[2, j], fma(a[i, 1], b[1, j], a[i, 0] * b[0, j]))
+
+
+@inner_kernel
+def matmul3_bt(a, b, out):
+    """out = a @ b^T for 3x3 matrices, as numpy's matmul (OpenBLAS) rounds it."""
+    for i in range(3):
+        for j in range(3):
+            out[i, j] = fma(a[i, 2], b[j, 2], fma(a[i, 1], b[j, 1], a[i, 0] * b[j, 0]))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import inner_kernel, kernel
+from .so3 import matmul3_bt
 
 
 @kernel
@@ -56,6 +57,28 @@ def tunnelling_worst(com0, com1, dynamic, rel, reach, centres, radius, half, rat
         ratio_out[w] = best
         which_out[w] = best_k % num_static if best > 0 else -1
     return near_pi
+
+
+@kernel
+def tunnelling_step(com0, rot0, com1, rot1, dynamic, static, centre_local, reach, radius, half, ratio_out,
+                    which_out):
+    """`sim.tunnelling.tunnelling_ratio` for W worlds in one call: the rotations over the step R1 R0^T (D dynamic
+    bodies) and the static colliders' bounding-sphere centres c0 + R0 centre (S static rows) as numpy computes them
+    (matmul: `so3.matmul3_bt`; einsum's 3-term sums (p0 + p2) + p1), then `tunnelling_worst`. ``dynamic`` /
+    ``static`` (D,) / (S,) rows, ``centre_local`` (S, 3); returns `tunnelling_worst`'s near-pi count."""
+    num_worlds = com0.shape[0]
+    rel = np.empty((num_worlds, dynamic.shape[0], 3, 3))
+    centres = np.empty((num_worlds, static.shape[0], 3))
+    for w in range(num_worlds):
+        for d in range(dynamic.shape[0]):
+            matmul3_bt(rot1[w, dynamic[d]], rot0[w, dynamic[d]], rel[w, d])
+        for s in range(static.shape[0]):
+            n = static[s]
+            for i in range(3):
+                centres[w, s, i] = com0[w, n, i] + ((rot0[w, n, i, 0] * centre_local[s, 0]
+                                                     + rot0[w, n, i, 2] * centre_local[s, 2])
+                                                    + rot0[w, n, i, 1] * centre_local[s, 1])
+    return tunnelling_worst(com0, com1, dynamic, rel, reach, centres, radius, half, ratio_out, which_out)
 
 
 # --- SO(3) exp / log, batched (sim/lie.py calls these; its numpy code stays there as the oracle) ----------------

@@ -1,0 +1,242 @@
+"""The fused step: a world group's whole engine step as a few kernel calls (docs/engine.md, "Solver paths").
+
+`pipeline.step` runs a group of worlds here instead of through `_GroupStep`'s named stages when the compiled
+Newton solves its stages and the step's settings are ones the kernels implement (`scope`). Per stage it makes
+three calls: `kernels.fused.stage_begin` (at stage 0 also the step start and the statics' motion; then the
+stage start and Newton's start), the compiled Newton (`newton_kernel.run_stage`) and `kernels.fused.stage_end`
+(velocity recovery, statuses; after the last stage the step end and the divergence reset). Python's share is
+reading a few attributes and allocating the outputs.
+
+The order and the formulas are `_GroupStep`'s (sim/pipeline.py), which stays the path of every other scene and
+the test oracle (`SUPERDEX_FUSED_STEP=0`, or `FUSED_STEP = False` here). The two differ by round-off only: the
+kernels sum 3x3 products left to right, numpy's matmul fuses multiply-adds (tests/test_fused_step.py).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from . import newton_kernel
+from .jit import compile_in_processes, kernel_array
+from .kernels import fused as fused_kernels
+from .kernels import newton as newton_kernels
+from .model import Kinematics, _force_weight
+from .params import InitialGuess
+from .potentials.base import StageContext
+
+# On by default; SUPERDEX_FUSED_STEP=0 in the environment, or False here, runs every step through _GroupStep.
+FUSED_STEP = os.environ.get("SUPERDEX_FUSED_STEP", "1") != "0"
+
+_GUESS_CODE = {InitialGuess.LATEST_SOLUTION: fused_kernels.GUESS_LATEST,
+               InitialGuess.CONSTANT_VELOCITY: fused_kernels.GUESS_VELOCITY,
+               InitialGuess.CONSTANT_VELOCITY_AND_TARGETS: fused_kernels.GUESS_TARGETS}
+
+
+def scope(solver) -> str | None:
+    """None when a step of the compiled Newton with these settings runs fused, else the reason it does not."""
+    if not FUSED_STEP:
+        return "the fused step is off (SUPERDEX_FUSED_STEP=0 or fused_step.FUSED_STEP = False)"
+    guess = solver.non_linear_solver.initial_guess
+    if guess not in _GUESS_CODE:
+        return f"initial_guess {guess.name} (its contact depth test runs in numpy)"
+    return None
+
+
+def _tableau_arrays(tab):
+    """(alpha (3,), a~ (S, S) lower-triangular, b~ (S,)) of a tableau as kernel arrays, kept on it (frozen)."""
+    cached = tab.__dict__.get("_fused_arrays")
+    if cached is None:
+        s = tab.num_stages
+        alpha = np.zeros(3)
+        alpha[: tab.num_history] = tab.alpha
+        a_tilde = np.zeros((s, s))
+        for i in range(1, s):
+            a_tilde[i, :i] = tab.a_tilde(i)
+        cached = tab.__dict__["_fused_arrays"] = (alpha, a_tilde, kernel_array(np.asarray(tab.b_tilde, dtype=float)))
+    return cached
+
+
+_NO_GUESS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros((0, 3)), np.zeros((1, 0, 3)))
+
+
+def _pivot_guess(kplan, bodies, stage_dt):
+    """The pivot drives' Newton start (`RigidPivotPositionConstraints.guess_on_targets`): their target rows,
+    actors, CoM-frame arms and the targets (Wt, C, 3); kept on the set while the arrays `_guess_rows` reads are
+    the same objects with the same stiffness and damping values (written in place by their setters), the stage
+    length is the same and the kernel reads the targets array itself."""
+    for kind, cs in kplan.sets:
+        if kind == "RigidPivotPosition" and len(cs):
+            key = (bodies, cs.actors, cs._data["local_position"], cs.com_local, cs._targets["position"])
+            tail = (float(stage_dt), cs.stiffness.tobytes(), cs.damping.tobytes())
+            cached = cs.__dict__.get("_fused_guess")
+            if cached is not None and cached[1] == tail and all(a is b for a, b in zip(cached[0], key)):
+                return cached[2]
+            ok, rows, arm_local = cs._guess_rows(bodies, stage_dt)
+            targets = kernel_array(cs._targets["position"])
+            value = _NO_GUESS if ok.size == 0 else (kernel_array(ok, np.int64), kernel_array(rows, np.int64),
+                                                    kernel_array(arm_local), targets)
+            cs._fused_guess = (key, tail, value) if targets is cs._targets["position"] else None
+            return value
+    return _NO_GUESS
+
+
+def _scratch(state, num_worlds, n, num_stages):
+    """The step's working arrays that leave no trace after it (y*, the static velocities, the stages, Newton's
+    start), kept on the state per shape: every entry is written before it is read in a step."""
+    key = (num_worlds, n, num_stages)
+    cache = state.__dict__.setdefault("_fused_scratch", {})
+    arrays = cache.get(key)
+    if arrays is None:
+        if len(cache) >= 4:
+            cache.clear()
+        vec, mat = (num_worlds, n, 3), (num_worlds, n, 3, 3)
+        arrays = cache[key] = (
+            [np.empty(vec), np.empty(mat), np.empty(vec), np.empty(vec), np.empty(mat)], np.empty(vec),
+            np.empty(vec), [np.empty((num_stages,) + vec), np.empty((num_stages,) + mat),
+                            np.empty((num_stages,) + vec), np.empty((num_stages,) + vec),
+                            np.empty((num_stages,) + mat)], np.empty(vec), np.empty(mat))
+    return arrays
+
+
+def run_group(group, kplan, out, report) -> Kinematics:
+    """`pipeline._GroupStep.run` for ``group`` (a `_GroupStep`) on the fused kernels: the group's new state goes
+    into ``out``'s rows, or, with ``out`` None, is returned as fresh arrays."""
+    model, state, tab, dt, solver = group.model, group.state, group.tab, group.dt, group.solver
+    params = solver.non_linear_solver
+    bodies = model.bodies
+    arrays = bodies.kernel_arrays
+    if group.all_worlds and not state.sym_dirty.any():  # the history as it is (no spin set from outside)
+        hist = state.history[: tab.num_history]
+    else:
+        hist = group.load_history()  # S filled for spins set from outside
+    h0 = hist[0]
+    h1 = hist[1] if len(hist) > 1 else h0
+    h2 = hist[2] if len(hist) > 2 else h0
+    worlds = group.worlds
+    if group.all_worlds:
+        prev_c, prev_r = state.static_previous_com, state.static_previous_rotation
+        external_force, offset_force = state.external_force, state.offset_force
+        world_rows = worlds
+    else:
+        prev_c, prev_r = state.static_previous_com[worlds], state.static_previous_rotation[worlds]
+        external_force, offset_force = state.external_force[worlds], state.offset_force[worlds]
+        world_rows = worlds
+    gravity = group.gravity
+    num_worlds, n = h0.com_position.shape[:2]
+    gravity_w = _gravity_rows(gravity, worlds, num_worlds)
+    a_ref, force_weight, sqrt_inertia, sqrt_mass = _weight_inputs(bodies, gravity)
+    torque_weight = np.empty((num_worlds, n, 3))  # stage_begin's, at stage 0
+    has_offset = offset_force.shape[2] > 0
+    offset_local = state.offset_local if has_offset else None
+    offset_force = offset_force if has_offset else None
+    alpha, a_tilde, b_tilde = _tableau_arrays(tab)
+    num_stages = tab.num_stages
+    guess_mode = _GUESS_CODE[params.initial_guess]
+
+    vec, mat = (num_worlds, n, 3), (num_worlds, n, 3, 3)
+    star, static_v, static_w, stages, guess_c, guess_r = _scratch(state, num_worlds, n, num_stages)
+    step_status = np.zeros(num_worlds, dtype=np.int64)
+    actor_status = np.zeros((num_worlds, n), dtype=np.int64)
+    counts = np.zeros(2, dtype=np.int64)
+    residual = np.zeros(1)
+    end = [np.empty(vec), np.empty(mat), np.empty(vec), np.empty(vec), np.empty(mat)]
+    history = (kernel_array(h0.com_position), kernel_array(h0.rotation), kernel_array(h0.linear_velocity),
+               kernel_array(h0.angular_velocity), kernel_array(h0.velocity_sym))
+    if h1 is h0:
+        older = history + history
+    else:
+        older = tuple(kernel_array(a) for h in (h1, h2) for a in (h.com_position, h.rotation, h.linear_velocity,
+                                                                    h.angular_velocity, h.velocity_sym))
+    prev_c, prev_r = kernel_array(prev_c), kernel_array(prev_r)
+    stage_dt_factors, stage_time_factors = tab.stage_dt_factors, tab.stage_time_factors
+    if not fused_kernels.stage_begin.overloads and newton_kernels.cold_cache():
+        # The first step of a process on a cold cache: a child compiles the fused kernels while this process
+        # compiles the Newton (run on no worlds; its callees compile in two more children), then loads them.
+        children = compile_in_processes([f"from {fused_kernels.__name__} import compile_kernels; compile_kernels()"])
+        none = slice(0, 0)
+        newton_kernel.run_stage(
+            kplan, model, dt * float(stage_dt_factors[0]), *(a[none] for a in history), gravity_w[none],
+            kernel_array(external_force)[none], None if offset_force is None else kernel_array(offset_force)[none],
+            offset_local, force_weight, torque_weight[none], kernel_array(world_rows, np.int64)[none],
+            guess_c[none], guess_r[none], params)
+        for child in children:
+            child.wait()
+    for i in range(num_stages):
+        stage_dt = dt * float(stage_dt_factors[i])
+        tau_end = float(stage_time_factors[i])
+        tau_start = tau_end - float(stage_dt_factors[i])
+        guess = _pivot_guess(kplan, bodies, stage_dt) if guess_mode == fused_kernels.GUESS_TARGETS else _NO_GUESS
+        start = [np.empty(vec), np.empty(mat), np.empty(vec), np.empty(vec), np.empty(mat)]
+        fused_kernels.stage_begin(
+            i, alpha, tab.num_history, a_tilde, float(dt), stage_dt, tau_start, tau_end, guess_mode,
+            arrays.is_static, _static_pivot(bodies), sqrt_inertia, sqrt_mass, a_ref, torque_weight, *history,
+            *older, prev_c, prev_r, *guess, world_rows, *star, static_v, static_w, *stages, *start, guess_c, guess_r)
+        out_c, out_r, out_grad, status, iterations, ls_iterations = newton_kernel.run_stage(
+            kplan, model, stage_dt, *start, gravity_w, external_force, offset_force, offset_local, force_weight,
+            torque_weight, world_rows, guess_c, guess_r, params)
+        fused_kernels.stage_end(
+            i, i == num_stages - 1, b_tilde, stage_dt, float(params.abs_tol), arrays.is_static, force_weight,
+            torque_weight, start[0], start[1], out_c, out_r, out_grad, status, iterations, ls_iterations, *star,
+            history[0], history[1], static_v, static_w, *stages, step_status, actor_status, counts, residual, *end)
+    report.num_stages += num_stages
+    report.max_iterations = max(report.max_iterations, int(counts[0]))
+    report.max_line_search_iterations = max(report.max_line_search_iterations, int(counts[1]))
+    report.residual_norm = max(report.residual_norm, float(residual[0]))
+    ctx = StageContext(
+        model=model, stage_dt=stage_dt, stage_time=state.time + tau_end * dt, com_position0=start[0],
+        rotation0=start[1], linear_velocity0=start[2], angular_velocity0=start[3], velocity_sym0=start[4],
+        gravity=gravity_w, external_force=external_force, offset_force=offset_force, offset_local=offset_local,
+        world_index=worlds, force_weight=force_weight, torque_weight=torque_weight)
+    report.last_stages.append((worlds, ctx, out_c, out_r))
+    result = Kinematics(*end)
+    if group.all_worlds:  # the report's arrays are these (fresh per step)
+        report.status = step_status
+        report.actor_status = actor_status
+    else:
+        report.status[worlds] = step_status
+        report.actor_status[worlds] = actor_status
+        out.put(worlds, result)
+    return result
+
+
+def _gravity_rows(gravity, worlds, num_worlds):
+    """Gravity (W, 3) of the group's worlds as a kernel array; a (3,) gravity's rows are kept per value."""
+    if gravity.ndim == 1:
+        key = (gravity.tobytes(), num_worlds)
+        cached = _GRAVITY.get(key)
+        if cached is None:
+            if len(_GRAVITY) >= 16:
+                _GRAVITY.clear()
+            cached = _GRAVITY[key] = np.ascontiguousarray(np.broadcast_to(gravity, (num_worlds, 3)), dtype=float)
+        return cached
+    return kernel_array(gravity[worlds])
+
+
+_GRAVITY: dict = {}
+
+
+def _weight_inputs(bodies, gravity):
+    """`model.convergence_weights`' inputs: a_ref = max(1, |g|) (kept per gravity value), the force weights (N,),
+    the bodies' square-root inertias and masses (kept on the model); the torque weights are stage_begin's."""
+    key = gravity.tobytes()
+    a_ref = _A_REF.get(key)
+    if a_ref is None:
+        if len(_A_REF) >= 16:
+            _A_REF.clear()
+        a_ref = _A_REF[key] = max(1.0, float(np.linalg.norm(gravity)))
+    cached = bodies.__dict__.get("_weight_inputs")
+    if cached is None:
+        cached = bodies.__dict__["_weight_inputs"] = (kernel_array(bodies.sqrt_inertia), kernel_array(bodies.sqrt_mass))
+    return a_ref, kernel_array(_force_weight(bodies, a_ref)), cached[0], cached[1]
+
+
+_A_REF: dict = {}
+
+
+def _static_pivot(bodies):
+    cached = bodies.__dict__.get("_static_pivot_kernel")
+    if cached is None:
+        cached = bodies.__dict__["_static_pivot_kernel"] = kernel_array(bodies.static_pivot)
+    return cached
