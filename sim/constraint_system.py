@@ -501,7 +501,7 @@ class ConstraintSceneMixin:
         if located:
             cs = located[0][0]  # one set per type in a scene: every RigidPivotPosition lives in it
             rows = np.array([row for _, row in located], dtype=np.int64)
-            cs._targets["position"][np.ix_(worlds, rows)] = arr
+            cs._targets["position"][worlds[:, None], rows[None, :]] = arr
 
     def create_rigid_spherical_joint_constraint(self, params=None, **kwargs) -> Constraint:
         return self._create_typed(RigidSphericalJointConstraintParams, params, kwargs)

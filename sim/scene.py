@@ -60,6 +60,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
             raise TypeError(f"scene name must be a string, got {name!r}")
         self.name = name
         self._records: list = []  # actor records in model row order
+        self._rows_cache: dict = {}  # tuple of actors -> their rows (`_rows`)
         self._row_index: dict = {}  # id(record) -> row, a cache `_row_of` checks and rebuilds
         self._actors: dict = {}  # handle -> RigidActor
         self._gravity = np.array(DEFAULT_GRAVITY, dtype=np.float64)
@@ -272,6 +273,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
 
     def _mark_dirty(self) -> None:
         self._model = None
+        self._rows_cache = {}  # actors added or removed move rows
 
     def get_model(self) -> Model:
         """The compiled model (rebuilt after actors or their mass properties change)."""
@@ -362,7 +364,16 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
 
     # --- batched accessors (all worlds at once) -----------------------------------------------------------------
     def _rows(self, actors) -> np.ndarray:
-        return np.array([self.get_actor(a)._row() for a in actors], dtype=np.int64)
+        """Model rows of ``actors``; for a list or tuple kept until the actors change (envs read the same few
+        actors several times per step). Read-only: callers index with it."""
+        key = tuple(actors) if type(actors) in (list, tuple) else None
+        rows = self._rows_cache.get(key) if key is not None else None
+        if rows is None:
+            rows = np.array([self.get_actor(a)._row() for a in actors], dtype=np.int64)
+            rows.flags.writeable = False
+            if key is not None:
+                self._rows_cache[key] = rows
+        return rows
 
     def get_actor_poses(self, actors) -> tuple[np.ndarray, np.ndarray]:
         """Root transforms of ``actors`` in every world: translations (W, K, 3), quaternions (W, K, 4) (x, y, z, w)."""
@@ -381,7 +392,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         return cur.com_position[:, rows] - np.einsum("wkij,kj->wki", cur.rotation[:, rows], com_local)
 
     def get_actor_rotations(self, actors) -> np.ndarray:
-        return self._state.current.rotation[:, self._rows(actors)].copy()
+        return self._state.current.rotation[:, self._rows(actors)]  # integer indexing copies
 
     def set_actor_poses(self, actors, translations, quaternions, worlds=None) -> None:
         """Set root transforms: translations (len(worlds), K, 3), quaternions (len(worlds), K, 4)."""
@@ -403,7 +414,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
     def get_actor_velocities(self, actors) -> tuple[np.ndarray, np.ndarray]:
         rows = self._rows(actors)
         cur = self._state.current
-        return cur.linear_velocity[:, rows].copy(), cur.angular_velocity[:, rows].copy()
+        return cur.linear_velocity[:, rows], cur.angular_velocity[:, rows]  # integer indexing copies
 
     def set_actor_velocities(self, actors, linear, angular, worlds=None) -> None:
         rows = self._rows(actors)
