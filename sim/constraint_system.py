@@ -483,12 +483,21 @@ class ConstraintSceneMixin:
         """`Constraint.set_target_position` of several RigidPivotPosition constraints of this scene in one call
         (a robot driving its bodies sets them every substep): ``positions`` (C, 3), or (len(worlds), C, 3) one per
         selected world [m]. Everything is checked before any target changes."""
-        constraints = list(constraints)
+        constraints = tuple(constraints)
         if not all(isinstance(c, Constraint) for c in constraints):
             raise TypeError("constraints must be Constraint objects")
-        if any(c._system is not self._constraint_system for c in constraints):
+        system = self._constraint_system
+        if any(c._system is not system for c in constraints):
             raise ValueError("every constraint must belong to this scene")
-        located = [c._require_type("set_target_positions", "RigidPivotPosition") for c in constraints]
+        # Their rows, kept while the set's handle array is the same object (adding or removing a constraint of
+        # the type replaces it), so a robot's per-substep call does not look each constraint up again.
+        cache = self.__dict__.setdefault("_pivot_rows_cache", {})
+        hit = cache.get(constraints)
+        if hit is not None and hit[0] is system._handles.get("RigidPivotPosition"):
+            located = hit[1]
+        else:
+            located = [c._require_type("set_target_positions", "RigidPivotPosition") for c in constraints]
+            cache[constraints] = (system._handles.get("RigidPivotPosition"), located)
         worlds = self._worlds(world)
         arr = np.asarray(positions, dtype=np.float64)
         num = len(constraints)
@@ -500,7 +509,7 @@ class ConstraintSceneMixin:
             raise ValueError("positions must be finite")
         if located:
             cs = located[0][0]  # one set per type in a scene: every RigidPivotPosition lives in it
-            rows = np.array([row for _, row in located], dtype=np.int64)
+            rows = np.fromiter((row for _, row in located), dtype=np.int64, count=len(located))
             cs._targets["position"][worlds[:, None], rows[None, :]] = arr
 
     def create_rigid_spherical_joint_constraint(self, params=None, **kwargs) -> Constraint:

@@ -702,3 +702,24 @@ def test_set_target_positions_equals_one_call_per_constraint_and_checks_everythi
         batched.set_target_positions(pivots_b, positions, world=[1, 7])
     for got, want in zip([p.get_target_position(w) for p in pivots_b for w in range(4)], before):
         np.testing.assert_array_equal(got, want)
+
+
+def test_set_target_positions_follows_constraints_added_and_destroyed():
+    scene = mochi.create_scene("pivots")
+    actors = [add_box(scene, f"b{k}", (float(k), 0.0, 0.0)) for k in range(3)]
+    pivots = [scene.create_rigid_pivot_position_constraint(actor=a, local_position=[0.0, 0.0, 0.0],
+                                                           target_position=[0.0, 0.0, 0.0], stiffness=1e3)
+              for a in actors]
+    scene.set_target_positions(pivots[1:], [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])  # looked up and kept
+    scene.destroy_constraint(pivots[0])  # the others move up a row
+    scene.set_target_positions(pivots[1:], [[7.0, 8.0, 9.0], [1.5, 2.5, 3.5]])
+    np.testing.assert_array_equal(pivots[1].get_target_position(), [7.0, 8.0, 9.0])
+    np.testing.assert_array_equal(pivots[2].get_target_position(), [1.5, 2.5, 3.5])
+    with pytest.raises(RuntimeError, match="destroyed"):
+        scene.set_target_positions(pivots, np.zeros((3, 3)))
+    extra = scene.create_rigid_pivot_position_constraint(actor=actors[0], local_position=[0.0, 0.0, 0.0],
+                                                         target_position=[0.0, 0.0, 0.0], stiffness=1e3)
+    scene.set_target_positions([pivots[2], extra], [[0.5, 0.5, 0.5], [0.25, 0.25, 0.25]])
+    np.testing.assert_array_equal(extra.get_target_position(), [0.25, 0.25, 0.25])
+    np.testing.assert_array_equal(pivots[2].get_target_position(), [0.5, 0.5, 0.5])
+    np.testing.assert_array_equal(pivots[1].get_target_position(), [7.0, 8.0, 9.0])
