@@ -34,14 +34,36 @@ _GUESS_CODE = {InitialGuess.LATEST_SOLUTION: fused_kernels.GUESS_LATEST,
                InitialGuess.CONSTANT_VELOCITY_AND_TARGETS: fused_kernels.GUESS_TARGETS}
 
 
+_OUTSIDE = InitialGuess.CONSTANT_VELOCITY_AND_TARGETS_OUTSIDE
+
+
 def scope(solver) -> str | None:
     """None when a step of the compiled Newton with these settings runs fused, else the reason it does not."""
     if not FUSED_STEP:
         return "the fused step is off (SUPERDEX_FUSED_STEP=0 or fused_step.FUSED_STEP = False)"
     guess = solver.non_linear_solver.initial_guess
-    if guess not in _GUESS_CODE:
-        return f"initial_guess {guess.name} (its contact depth test runs in numpy)"
+    if guess not in _GUESS_CODE and guess is not _OUTSIDE:
+        return f"initial_guess {guess.name}"
     return None
+
+
+def _guess_outside(group, latest, stage_dt, guess_c, guess_r) -> None:
+    """``CONSTANT_VELOCITY_AND_TARGETS_OUTSIDE`` on the fused step: `potentials.base.guess_outside` on the guess
+    as the per-stage step has it before the statics are put on their prescribed pose (a static body there is on
+    its constant-velocity prediction), then the statics' pose back; writes a changed rotation into ``guess_r``.
+    ``latest`` (c, R, v, omega): the latest solution the guess started from."""
+    from . import lie
+    from .potentials.base import guess_outside
+
+    sel = group.sel
+    latest_c, latest_r, latest_v, latest_w = latest
+    predicted_c = latest_c + stage_dt * latest_v
+    pre_c = np.where(sel, predicted_c, guess_c)
+    pre_r = np.where(sel[..., None], lie.exp_so3(stage_dt * latest_w) @ latest_r, guess_r)
+    kin = Kinematics(latest_c, latest_r, latest_v, latest_w, None)
+    new_r = guess_outside(group.potentials, kin, predicted_c, pre_c, pre_r)
+    if new_r is not pre_r:
+        guess_r[...] = np.where(sel[..., None], guess_r, new_r)
 
 
 def _tableau_arrays(tab):
@@ -133,7 +155,8 @@ def run_group(group, kplan, out, report) -> Kinematics:
     offset_force = offset_force if has_offset else None
     alpha, a_tilde, b_tilde = _tableau_arrays(tab)
     num_stages = tab.num_stages
-    guess_mode = _GUESS_CODE[params.initial_guess]
+    outside = params.initial_guess is _OUTSIDE  # the kernels' targets guess, then the depth test in numpy
+    guess_mode = fused_kernels.GUESS_TARGETS if outside else _GUESS_CODE[params.initial_guess]
 
     vec, mat = (num_worlds, n, 3), (num_worlds, n, 3, 3)
     star, static_v, static_w, stages, guess_c, guess_r = _scratch(state, num_worlds, n, num_stages)
@@ -173,6 +196,9 @@ def run_group(group, kplan, out, report) -> Kinematics:
             i, alpha, tab.num_history, a_tilde, float(dt), stage_dt, tau_start, tau_end, guess_mode,
             arrays.is_static, _static_pivot(bodies), sqrt_inertia, sqrt_mass, a_ref, torque_weight, *history,
             *older, prev_c, prev_r, *guess, world_rows, *star, static_v, static_w, *stages, *start, guess_c, guess_r)
+        if outside:
+            latest = (history[:2] + history[2:4]) if i == 0 else tuple(stages[k][i - 1] for k in range(4))
+            _guess_outside(group, latest, stage_dt, guess_c, guess_r)
         out_c, out_r, out_grad, status, iterations, ls_iterations = newton_kernel.run_stage(
             kplan, model, stage_dt, *start, gravity_w, external_force, offset_force, offset_local, force_weight,
             torque_weight, world_rows, guess_c, guess_r, params)

@@ -235,15 +235,58 @@ def test_worlds_together_equal_worlds_alone():
             np.testing.assert_array_equal(getattr(alone._state.current, f)[0], getattr(together._state.current, f)[w])
 
 
-def test_outside_guess_stays_on_the_per_stage_step():
-    scene = _stack(1)
-    solver = scene.get_solver_params()
-    solver.non_linear_solver.initial_guess = mochi.InitialGuess.CONSTANT_VELOCITY_AND_TARGETS_OUTSIDE
-    scene.set_solver_params(solver)
-    assert scene.solver_path() == ("compiled (per-stage step: initial_guess CONSTANT_VELOCITY_AND_TARGETS_OUTSIDE "
-                                   "(its contact depth test runs in numpy))")
-    scene.step(0.01)
-    assert scene._last_report.solver_path == scene.solver_path()
+def test_outside_guess_on_a_yawed_squeeze_equals_the_per_stage_step(monkeypatch):
+    """The free-finger rows' start (CONSTANT_VELOCITY_AND_TARGETS_OUTSIDE): the fused step's guess, its depth test
+    and the statics put back give the per-stage step's bits through squeezes that snap yawed cubes straight
+    (where the test replaces rotations), refined substeps included."""
+    from test_pick_and_place import PP, _pick
+
+    from superdex_gym.sim.potentials import base
+
+    yaws = [40.0, 0.0, -35.0]
+    monkeypatch.setattr(fused_step, "FUSED_STEP", False)
+    per_stage, per_stage_refined = _pick(yaws, 2)
+    monkeypatch.setattr(fused_step, "FUSED_STEP", True)
+    assert gym.make(PP).unwrapped.worlds.scene.solver_path() == "compiled (fused step)"
+    replaced = []
+    real = base.guess_outside
+
+    def watched(potentials, latest, predicted_c, guess_c, guess_r):
+        out = real(potentials, latest, predicted_c, guess_c, guess_r)
+        replaced.append(out is not guess_r)
+        return out
+
+    monkeypatch.setattr(base, "guess_outside", watched)
+    fused, fused_refined = _pick(yaws, 2)
+    assert sum(replaced) > 0  # the test replaced a rotation on the fused step
+    np.testing.assert_array_equal(fused_refined, per_stage_refined)
+    np.testing.assert_array_equal(fused, per_stage)
+
+
+@pytest.mark.parametrize("method", [mochi.IntegrationMethod.DIRK33, mochi.IntegrationMethod.BDF2])
+def test_outside_guess_with_several_stages_and_moving_statics(monkeypatch, method):
+    """Later stages start from the previous stage (the test's latest pose), and a static's pose in the depth test
+    is its constant-velocity prediction on both paths (then its prescribed pose)."""
+
+    def build():
+        scene = _stack(2, boxes=3)
+        solver = scene.get_solver_params()
+        solver.integration_method = method
+        solver.non_linear_solver.initial_guess = mochi.InitialGuess.CONSTANT_VELOCITY_AND_TARGETS_OUTSIDE
+        scene.set_solver_params(solver)
+        scene.create_rigid_actor(name="post", shape=mochi.create_box_mesh_shape([0.05, 0.3, 0.05]),
+                                 is_static=True, collider_type=mochi.ColliderType.BOX,
+                                 world_from_local=mochi.TransformRT(translation=[0.3, 0.3, 0.0]))
+        return scene
+
+    def between(scene, k):
+        if k == 4:
+            scene.find_actor("box1").set_velocity([0.0, -2.0, 0.0], [0.0, 0.0, 30.0], world=1)
+        scene.find_actor("post").set_root_transform(
+            mochi.TransformRT(translation=[0.3 - 0.02 * k, 0.3, 0.0], rotation=[0.0, 0.0, 0.0, 1.0]), world=0)
+
+    per_stage, fused = _run_both(monkeypatch, build, 10, between)
+    _assert_same(per_stage, fused)
 
 
 def test_the_cold_cache_child_compiles_the_kernels_the_step_calls():
