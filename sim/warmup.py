@@ -20,6 +20,7 @@ def compile_kernels() -> float:
     processes meanwhile, `kernels.newton.compile_callees_elsewhere`), under 1 s from a warm one."""
     from . import (ColliderType, InitialGuess, create_box_mesh_shape, create_icosphere_shape, create_plane_shape,
                    create_scene)
+    from . import fused_step
     from .experimental import enable_newton_euler_inertia
     from .transforms import TransformRT
 
@@ -46,11 +47,19 @@ def compile_kernels() -> float:
     # turning it between the steps takes the moved-statics branch (lie.log_so3's kernel).
     post = scene.create_rigid_actor(name="post", shape=box, is_static=True, collider_type=ColliderType.BOX,
                                     world_from_local=TransformRT(translation=[2.0, 0.0, 0.0]))
-    for half_turn in (0.0, 0.05):  # quaternion (x, y, z, w) of a turn by 2 * half_turn rad about y
-        post.set_root_transform(TransformRT(translation=[2.0, 0.0, 0.0],
-                                            rotation=[0.0, math.sin(half_turn), 0.0, math.cos(half_turn)]))
-        scene.step(0.01)
-    # The fused step (sim/fused_step.py) takes the default-path envs' other initial guess.
+    # First on the per-stage step (the path of scenes outside the fused step's scope, e.g. on the numpy Newton):
+    # its static selection and SO(3) log kernels.
+    was = fused_step.FUSED_STEP
+    fused_step.FUSED_STEP = False
+    try:
+        for half_turn in (0.0, 0.05):  # quaternion (x, y, z, w) of a turn by 2 * half_turn rad about y
+            post.set_root_transform(TransformRT(translation=[2.0, 0.0, 0.0],
+                                                rotation=[0.0, math.sin(half_turn), 0.0, math.cos(half_turn)]))
+            scene.step(0.01)
+    finally:
+        fused_step.FUSED_STEP = was
+    # Then the fused step (sim/fused_step.py), with both of the default-path envs' initial guesses.
+    scene.step(0.01)
     solver.non_linear_solver.initial_guess = InitialGuess.CONSTANT_VELOCITY_AND_TARGETS
     scene.set_solver_params(solver)
     scene.step(0.01)
