@@ -492,12 +492,14 @@ class ConstraintSceneMixin:
         # Their rows, kept while the set's handle array is the same object (adding or removing a constraint of
         # the type replaces it), so a robot's per-substep call does not look each constraint up again.
         cache = self.__dict__.setdefault("_pivot_rows_cache", {})
+        handles = system._handles.get("RigidPivotPosition") if system is not None else None
         hit = cache.get(constraints)
-        if hit is not None and hit[0] is system._handles.get("RigidPivotPosition"):
-            located = hit[1]
-        else:
+        if hit is None or hit[0] is not handles:
             located = [c._require_type("set_target_positions", "RigidPivotPosition") for c in constraints]
-            cache[constraints] = (system._handles.get("RigidPivotPosition"), located)
+            # one set per type in a scene: every RigidPivotPosition lives in located[k][0]
+            hit = cache[constraints] = (handles, located[0][0] if located else None,
+                                        np.array([row for _, row in located], dtype=np.int64))
+        _, cs, rows = hit
         worlds = self._worlds(world)
         arr = np.asarray(positions, dtype=np.float64)
         num = len(constraints)
@@ -507,9 +509,7 @@ class ConstraintSceneMixin:
             raise ValueError(f"positions must have shape ({num}, 3) or ({worlds.size}, {num}, 3), got {arr.shape}")
         if not np.isfinite(arr).all():
             raise ValueError("positions must be finite")
-        if located:
-            cs = located[0][0]  # one set per type in a scene: every RigidPivotPosition lives in it
-            rows = np.fromiter((row for _, row in located), dtype=np.int64, count=len(located))
+        if cs is not None:
             cs._targets["position"][worlds[:, None], rows[None, :]] = arr
 
     def create_rigid_spherical_joint_constraint(self, params=None, **kwargs) -> Constraint:

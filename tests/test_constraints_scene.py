@@ -660,20 +660,25 @@ def test_state_bytes_carry_constraint_targets():
     assert np.array_equal(np.array(first), np.array(second))
 
 
-def test_set_target_positions_equals_one_call_per_constraint_and_checks_everything_first():
-    def scene_with_pivots():
-        scene = mochi.create_scene("pivots")
-        actors = [add_box(scene, f"b{k}", (float(k), 0.0, 0.0)) for k in range(3)]
-        pivots = [scene.create_rigid_pivot_position_constraint(actor=a, local_position=[0.0, 0.0, 0.0],
-                                                               target_position=[0.0, 0.0, 0.0], stiffness=1e3)
-                  for a in actors]
-        scene.set_num_worlds(4)
-        return scene, pivots
+def _pivot(scene, actor):
+    return scene.create_rigid_pivot_position_constraint(actor=actor, local_position=[0.0, 0.0, 0.0],
+                                                        target_position=[0.0, 0.0, 0.0], stiffness=1e3)
 
+
+def _pivot_scene(num_worlds):
+    """Three boxes, each on a position pivot, in ``num_worlds`` worlds: (scene, actors, pivots)."""
+    scene = mochi.create_scene("pivots")
+    actors = [add_box(scene, f"b{k}", (float(k), 0.0, 0.0)) for k in range(3)]
+    pivots = [_pivot(scene, a) for a in actors]
+    scene.set_num_worlds(num_worlds)
+    return scene, actors, pivots
+
+
+def test_set_target_positions_equals_one_call_per_constraint_and_checks_everything_first():
     rng = np.random.default_rng(0)
     positions = rng.normal(size=(2, 3, 3))
-    batched, pivots_b = scene_with_pivots()
-    single, pivots_s = scene_with_pivots()
+    batched, _, pivots_b = _pivot_scene(4)
+    single, _, pivots_s = _pivot_scene(4)
     batched.set_target_positions(pivots_b, positions, world=[1, 3])
     for k, pivot in enumerate(pivots_s):
         pivot.set_target_position(positions[:, k], world=[1, 3])
@@ -686,7 +691,7 @@ def test_set_target_positions_equals_one_call_per_constraint_and_checks_everythi
     before = [p.get_target_position(w).copy() for p in pivots_b for w in range(4)]
     bad_nan = positions.copy()
     bad_nan[1, 2, 0] = np.nan
-    other, other_pivots = scene_with_pivots()
+    other, _, other_pivots = _pivot_scene(4)
     rotation = batched.create_rigid_pivot_rotation_constraint(actor=batched.get_actors()[0],
                                                               local_rotation=[0.0, 0.0, 0.0],
                                                               target_rotation=[0.0, 0.0, 0.0], stiffness=1.0)
@@ -705,11 +710,7 @@ def test_set_target_positions_equals_one_call_per_constraint_and_checks_everythi
 
 
 def test_set_target_positions_follows_constraints_added_and_destroyed():
-    scene = mochi.create_scene("pivots")
-    actors = [add_box(scene, f"b{k}", (float(k), 0.0, 0.0)) for k in range(3)]
-    pivots = [scene.create_rigid_pivot_position_constraint(actor=a, local_position=[0.0, 0.0, 0.0],
-                                                           target_position=[0.0, 0.0, 0.0], stiffness=1e3)
-              for a in actors]
+    scene, actors, pivots = _pivot_scene(1)
     scene.set_target_positions(pivots[1:], [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])  # looked up and kept
     scene.destroy_constraint(pivots[0])  # the others move up a row
     scene.set_target_positions(pivots[1:], [[7.0, 8.0, 9.0], [1.5, 2.5, 3.5]])
@@ -717,8 +718,7 @@ def test_set_target_positions_follows_constraints_added_and_destroyed():
     np.testing.assert_array_equal(pivots[2].get_target_position(), [1.5, 2.5, 3.5])
     with pytest.raises(RuntimeError, match="destroyed"):
         scene.set_target_positions(pivots, np.zeros((3, 3)))
-    extra = scene.create_rigid_pivot_position_constraint(actor=actors[0], local_position=[0.0, 0.0, 0.0],
-                                                         target_position=[0.0, 0.0, 0.0], stiffness=1e3)
+    extra = _pivot(scene, actors[0])
     scene.set_target_positions([pivots[2], extra], [[0.5, 0.5, 0.5], [0.25, 0.25, 0.25]])
     np.testing.assert_array_equal(extra.get_target_position(), [0.25, 0.25, 0.25])
     np.testing.assert_array_equal(pivots[2].get_target_position(), [0.5, 0.5, 0.5])

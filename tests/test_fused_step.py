@@ -192,19 +192,26 @@ def test_a_diverging_world_is_reset_as_on_the_per_stage_path(monkeypatch):
     assert fused[3][1].tolist() == [mochi.ConvergenceStatus.CONVERGED.value, mochi.ConvergenceStatus.DIVERGED.value]
 
 
+def _stack_with_post(num_worlds, boxes, method, initial_guess=None):
+    """`_stack` on ``method`` (and ``initial_guess``) with a static post beside it that tests move."""
+    scene = _stack(num_worlds, boxes=boxes)
+    solver = scene.get_solver_params()
+    solver.integration_method = method
+    if initial_guess is not None:
+        solver.non_linear_solver.initial_guess = initial_guess
+    scene.set_solver_params(solver)
+    scene.create_rigid_actor(name="post", shape=mochi.create_box_mesh_shape([0.05, 0.3, 0.05]),
+                             is_static=True, collider_type=mochi.ColliderType.BOX,
+                             world_from_local=mochi.TransformRT(translation=[0.3, 0.3, 0.0]))
+    return scene
+
+
 def test_moving_static_actors(monkeypatch):
     """A static box turned and moved between steps in one world: its implied velocity (the moved-statics branch
     and the stage poses interpolated between its previous and new pose by the two-stage method)."""
 
     def build():
-        scene = _stack(2, boxes=2)
-        solver = scene.get_solver_params()
-        solver.integration_method = mochi.IntegrationMethod.DIRK22
-        scene.set_solver_params(solver)
-        scene.create_rigid_actor(name="post", shape=mochi.create_box_mesh_shape([0.05, 0.3, 0.05]),
-                                 is_static=True, collider_type=mochi.ColliderType.BOX,
-                                 world_from_local=mochi.TransformRT(translation=[0.3, 0.3, 0.0]))
-        return scene
+        return _stack_with_post(2, 2, mochi.IntegrationMethod.DIRK22)
 
     def between(scene, k):
         half = 0.02 * k
@@ -269,15 +276,7 @@ def test_outside_guess_with_several_stages_and_moving_statics(monkeypatch, metho
     is its constant-velocity prediction on both paths (then its prescribed pose)."""
 
     def build():
-        scene = _stack(2, boxes=3)
-        solver = scene.get_solver_params()
-        solver.integration_method = method
-        solver.non_linear_solver.initial_guess = mochi.InitialGuess.CONSTANT_VELOCITY_AND_TARGETS_OUTSIDE
-        scene.set_solver_params(solver)
-        scene.create_rigid_actor(name="post", shape=mochi.create_box_mesh_shape([0.05, 0.3, 0.05]),
-                                 is_static=True, collider_type=mochi.ColliderType.BOX,
-                                 world_from_local=mochi.TransformRT(translation=[0.3, 0.3, 0.0]))
-        return scene
+        return _stack_with_post(2, 3, method, mochi.InitialGuess.CONSTANT_VELOCITY_AND_TARGETS_OUTSIDE)
 
     def between(scene, k):
         if k == 4:

@@ -89,7 +89,8 @@ def _pick(yaws, refinement, steps=28, clock=None):
         worlds.apply_actions(_controller(grip, cube, start, np.zeros((n, 3)), step))
         refined += worlds.physics["refined_substeps"]
     if clock is not None:  # the scene's clock against the sum of its substeps
-        clock.extend([scene.get_total_simulation_time(), sum([worlds.config.physics_dt] * steps * worlds.config.substeps)])
+        substeps = steps * worlds.config.substeps
+        clock.extend([scene.get_total_simulation_time(), sum([worlds.config.physics_dt] * substeps)])
     position, rotation = scene.get_actor_poses(worlds._dynamic)
     return np.concatenate([position.reshape(n, -1), rotation.reshape(n, -1)], axis=1), refined
 

@@ -45,6 +45,7 @@ class RobotTaskWorlds:
         robot.start_commands(self.num_worlds, home, self.config.control_dt)
         self.goal = np.zeros((self.num_worlds, *task.goal_shape))
         self.physics = physics_report(self.num_worlds)
+        self._shadow = None  # `_refinement_worlds`, built at the first refinement
         self._dynamic = [a for a in scene.get_actors() if not a.is_static()]
         self._escape_speed = task.escape_speed_m_s()
         robot_bounds = robot.observation_bounds()
@@ -145,10 +146,11 @@ class RobotTaskWorlds:
     def _refinement_worlds(self, num_worlds: int) -> "RobotTaskWorlds":
         """Worlds of the same robot, task and settings (built once, resized to ``num_worlds``) in which stopped
         substeps are redone: the engine steps whole scenes, and this one holds only the worlds being refined."""
-        shadow = getattr(self, "_shadow", None)
+        shadow = self._shadow
         if shadow is None:
             robot = type(self.robot)(self.robot.config)
-            shadow = self._shadow = RobotTaskWorlds(num_worlds, self.config, robot, type(self.task)(self.task.config, robot))
+            task = type(self.task)(self.task.config, robot)
+            shadow = self._shadow = RobotTaskWorlds(num_worlds, self.config, robot, task)
         elif shadow.num_worlds != num_worlds:
             shadow.scene.set_num_worlds(num_worlds)
             shadow.num_worlds = num_worlds
@@ -171,10 +173,10 @@ class RobotTaskWorlds:
         if undo.any():
             self.scene.restore_snapshot(before, worlds=np.flatnonzero(undo))
         diverged = status == _DIVERGED
-        return {"solver_status": status, "stopped_substeps": (status == _STOPPED).astype(np.int64),
-                "diverged_substeps": diverged.astype(np.int64),
-                "refined_substeps": np.zeros(self.num_worlds, dtype=np.int64), "tunnelling_ratio": ratio,
-                "physics_diverged": diverged | undo}
+        return physics_report(self.num_worlds, solver_status=status,
+                              stopped_substeps=(status == _STOPPED).astype(np.int64),
+                              diverged_substeps=diverged.astype(np.int64), tunnelling_ratio=ratio,
+                              physics_diverged=diverged | undo)
 
     def physics_infos(self) -> dict:
         """The last control step's `physics_report` (copies; zeros for worlds reset since)."""
@@ -233,7 +235,7 @@ class RobotTaskWorlds:
         self.robot.set_state(state["robot"])
 
 
-def physics_report(num_worlds: int) -> dict:
+def physics_report(num_worlds: int, **values) -> dict:
     """Per-world physics of one control step, the env's info keys (zeros before the first step of an episode):
 
     * ``solver_status``: the worst ``ConvergenceStatus`` value of its substeps (1 CONVERGED, 2 STOPPED: Newton hit
@@ -245,13 +247,15 @@ def physics_report(num_worlds: int) -> dict:
       so is one that leaves a body faster than the task's escape speed;
     * ``physics_diverged``: a substep diverged or was undone: the step's physics cannot be trusted, and the env
       truncates the episode (instead of carrying on with a frozen world).
+
+    ``values``: arrays (owned, of the key's dtype) to take as they are for some keys; the rest are zeros.
     """
-    return {"solver_status": np.zeros(num_worlds, dtype=np.int64),
-            "stopped_substeps": np.zeros(num_worlds, dtype=np.int64),
-            "diverged_substeps": np.zeros(num_worlds, dtype=np.int64),
-            "refined_substeps": np.zeros(num_worlds, dtype=np.int64),
-            "tunnelling_ratio": np.zeros(num_worlds),
-            "physics_diverged": np.zeros(num_worlds, dtype=bool)}
+    return {key: values[key] if key in values else np.zeros(num_worlds, dtype=dtype)
+            for key, dtype in _REPORT_DTYPES.items()}
+
+
+_REPORT_DTYPES = {"solver_status": np.int64, "stopped_substeps": np.int64, "diverged_substeps": np.int64,
+                  "refined_substeps": np.int64, "tunnelling_ratio": np.float64, "physics_diverged": bool}
 
 
 def merge_reports(report: dict, step: dict) -> None:
