@@ -63,6 +63,7 @@ class ContactSystem(Potential):
         self._scene = scene
         self._potential = None
         self._version = None
+        self._model = None  # the scene's model the potential was built for
         self._layer_disabled: set = set()  # (layer_colliding, layer_collider)
         self._actor_disabled: set = set()  # (handle_colliding, handle_collider)
         self._overrides: dict = {}  # frozenset{handle_a, handle_b} -> ContactPairParamsOverride
@@ -77,16 +78,16 @@ class ContactSystem(Potential):
         self._potential = None
 
     def _current_version(self):
+        """What the built potential depends on besides the model. The actors, their contact parameters and CoMs are
+        the model's: the scene builds a new model after any change to them (`Scene._mark_dirty`), so the model
+        object itself stands for them (`potential` compares it by identity); the layers, the disabled pairs, the
+        overrides and the evaluation switches are read here."""
         scene = self._scene
-        records = scene.actor_records()
         return (
-            tuple(r.handle for r in records),
-            tuple(id(r.contact) for r in records),
-            tuple(r.layer for r in records),
-            tuple(r.com_local.tobytes() for r in records),
-            frozenset(self._layer_disabled),
-            frozenset(self._actor_disabled),
-            tuple(sorted((tuple(sorted(k)), repr(v)) for k, v in self._overrides.items())),
+            tuple(r.layer for r in scene.actor_records()),
+            frozenset(self._layer_disabled) if self._layer_disabled else None,
+            frozenset(self._actor_disabled) if self._actor_disabled else None,
+            tuple(sorted((tuple(sorted(k)), repr(v)) for k, v in self._overrides.items())) if self._overrides else None,
             self._eval_repr(scene.contact_evaluation_params()),
         )
 
@@ -110,10 +111,11 @@ class ContactSystem(Potential):
     def potential(self):
         if self._in_step and self._potential is not None:
             return self._potential
+        model = self._scene.get_model()
         version = self._current_version()
-        if self._potential is None or version != self._version:
+        if self._potential is None or model is not self._model or version != self._version:
             self._potential = self._build()
-            self._version = version
+            self._model, self._version = model, version
         return self._potential
 
     # --- building -----------------------------------------------------------------------------------------------

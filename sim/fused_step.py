@@ -90,11 +90,15 @@ def _pivot_guess(kplan, bodies, stage_dt):
     length is the same and the kernel reads the targets array itself."""
     for kind, cs in kplan.sets:
         if kind == "RigidPivotPosition" and len(cs):
+            cached = cs.__dict__.get("_fused_guess")
+            if cached is not None:
+                k, t = cached[0], cached[1]  # written out: this runs every stage
+                if (k[0] is bodies and k[1] is cs.actors and k[2] is cs._data["local_position"]
+                        and k[3] is cs.com_local and k[4] is cs._targets["position"] and t[0] == stage_dt
+                        and t[1] == cs.stiffness.tobytes() and t[2] == cs.damping.tobytes()):
+                    return cached[2]
             key = (bodies, cs.actors, cs._data["local_position"], cs.com_local, cs._targets["position"])
             tail = (float(stage_dt), cs.stiffness.tobytes(), cs.damping.tobytes())
-            cached = cs.__dict__.get("_fused_guess")
-            if cached is not None and cached[1] == tail and all(a is b for a, b in zip(cached[0], key)):
-                return cached[2]
             ok, rows, arm_local = cs._guess_rows(bodies, stage_dt)
             targets = kernel_array(cs._targets["position"])
             value = _NO_GUESS if ok.size == 0 else (kernel_array(ok, np.int64), kernel_array(rows, np.int64),
@@ -247,15 +251,17 @@ def _weight_inputs(bodies, gravity):
     """`model.convergence_weights`' inputs: a_ref = max(1, |g|) (kept per gravity value), the force weights (N,),
     the bodies' square-root inertias and masses (kept on the model); the torque weights are stage_begin's."""
     key = gravity.tobytes()
-    a_ref = _A_REF.get(key)
-    if a_ref is None:
-        if len(_A_REF) >= 16:
-            _A_REF.clear()
-        a_ref = _A_REF[key] = max(1.0, float(np.linalg.norm(gravity)))
-    cached = bodies.__dict__.get("_weight_inputs")
-    if cached is None:
-        cached = bodies.__dict__["_weight_inputs"] = (kernel_array(bodies.sqrt_inertia), kernel_array(bodies.sqrt_mass))
-    return a_ref, kernel_array(_force_weight(bodies, a_ref)), cached[0], cached[1]
+    cached = bodies.__dict__.get("_weight_inputs")  # the force weights depend on the gravity's value only
+    if cached is None or cached[0] != key:
+        a_ref = _A_REF.get(key)
+        if a_ref is None:
+            if len(_A_REF) >= 16:
+                _A_REF.clear()
+            a_ref = _A_REF[key] = max(1.0, float(np.linalg.norm(gravity)))
+        cached = bodies.__dict__["_weight_inputs"] = (
+            key, a_ref, kernel_array(_force_weight(bodies, a_ref)), kernel_array(bodies.sqrt_inertia),
+            kernel_array(bodies.sqrt_mass))
+    return cached[1:]
 
 
 _A_REF: dict = {}

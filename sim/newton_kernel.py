@@ -134,23 +134,25 @@ def _pivot_inputs(cs, kind, stage_dt: float, com0, rot0, world_rows):
     point = kind == "RigidPivotPosition"
     source = cs._data["local_position"] if point else cs._data["local_rotation"]
     target_source = cs._targets["position" if point else "rotation"]
-    key = (cs.actors, source, cs.com_local, target_source, cs.stiffness, cs.saturation)
-    tail = (dt, com0.shape[0], cs.damping.tobytes())
     cached = cs.__dict__.get("_stage_inputs")
-    if (cached is None or cached[1] != tail or any(a is not b for a, b in zip(cached[0], key))):
-        actors = kernel_array(cs.actors[:, 0], np.int64)
-        geometry = kernel_array(source - cs.com_local[cs.actors[:, 0]]) if point else kernel_array(source)
-        damp = kernel_array(cs.damping / dt)
-        target, stiffness, saturation = (kernel_array(target_source), kernel_array(cs.stiffness),
-                                         kernel_array(cs.saturation))
-        value = (len(cs), actors, geometry, target, _empty((com0.shape[0], len(cs), 3)), stiffness, damp,
-                 saturation, bool(np.any(damp != 0.0)))
-        # Kept only when the kernel reads the setters' arrays themselves (kernel_array made no copy of them).
-        same = target is target_source and stiffness is cs.stiffness and saturation is cs.saturation
-        cs._stage_inputs = cached = (key, tail, value) if same else None
-        if cached is None:
-            return _with_g_old(cs, value, com0, rot0, world_rows)
-    return _with_g_old(cs, cached[2], com0, rot0, world_rows)
+    if cached is not None:
+        k = cached[0]  # identity of each source, then the values (written out: this runs every stage)
+        if (k[0] is cs.actors and k[1] is source and k[2] is cs.com_local and k[3] is target_source
+                and k[4] is cs.stiffness and k[5] is cs.saturation and cached[1][0] == dt
+                and cached[1][1] == com0.shape[0] and cached[1][2] == cs.damping.tobytes()):
+            return _with_g_old(cs, cached[2], com0, rot0, world_rows)
+    actors = kernel_array(cs.actors[:, 0], np.int64)
+    geometry = kernel_array(source - cs.com_local[cs.actors[:, 0]]) if point else kernel_array(source)
+    damp = kernel_array(cs.damping / dt)
+    target, stiffness, saturation = (kernel_array(target_source), kernel_array(cs.stiffness),
+                                     kernel_array(cs.saturation))
+    value = (len(cs), actors, geometry, target, _empty((com0.shape[0], len(cs), 3)), stiffness, damp,
+             saturation, bool(np.any(damp != 0.0)))
+    # Kept only when the kernel reads the setters' arrays themselves (kernel_array made no copy of them).
+    same = target is target_source and stiffness is cs.stiffness and saturation is cs.saturation
+    cs._stage_inputs = ((cs.actors, source, cs.com_local, target_source, cs.stiffness, cs.saturation),
+                        (dt, com0.shape[0], cs.damping.tobytes()), value) if same else None
+    return _with_g_old(cs, value, com0, rot0, world_rows)
 
 
 def _with_g_old(cs, value, com0, rot0, world_rows):
@@ -278,13 +280,7 @@ def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0
     vel0, omega0 = kernel_array(vel0), kernel_array(omega0)
     sym0 = kernel_array(sym0)
     guess_c, guess_r = kernel_array(guess_c), kernel_array(guess_r)
-    solver_args = (
-        int(params.max_iter), params.convergence_mode is ConvergenceMode.GLOBAL, float(params.abs_tol),
-        float(params.rel_tol), float(params.rel_step_tol), params.psd_proj_mode is PsdProjMode.ALWAYS,
-        bool(params.explosion_control), float(params.abs_div_tol), float(params.rel_div_tol),
-        _LS_CODE[params.line_search_type], int(params.line_search_max_iter), float(params.line_search_alpha),
-        float(params.line_search_wolfe1), float(params.line_search_max_rel_increase),
-        bool(params.best_iterate_on_stop))
+    solver_args = _solver_args(params)
     stage_dt = float(stage_dt)
 
     # newton_stage's arguments in order; the per-world ones (leading axis W) at the positions in `per_world`.
@@ -305,18 +301,43 @@ def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0
                 call[k] = call[k][w]
         newton_kernels.newton_stage(*call)
 
-    compiling = [] if newton_kernels.newton_stage.overloads else newton_kernels.compile_callees_elsewhere(needed)
-    if compiling:  # a cold cache: compile newton_stage here (a call on no worlds) while children compile callees
-        stage(slice(0, 0), np.zeros_like(newton_kernels._addresses))
-        for child in compiling:
-            child.wait()
-    addresses = newton_kernels.callee_addresses(needed)
+    addresses = _LOADED.get(flags)  # the callees' addresses once every needed one is loaded (they never move)
+    if addresses is None:
+        compiling = [] if newton_kernels.newton_stage.overloads else newton_kernels.compile_callees_elsewhere(needed)
+        if compiling:  # a cold cache: compile newton_stage here (a call on no worlds) while children compile callees
+            stage(slice(0, 0), np.zeros_like(newton_kernels._addresses))
+            for child in compiling:
+                child.wait()
+        addresses = _LOADED[flags] = newton_kernels.callee_addresses(needed)
     if num_worlds == 1 or _single_thread():
         args[0] = addresses
         newton_kernels.newton_stage(*args)
     else:
         run_world_slices(lambda w: stage(w, addresses), num_worlds)
     return out_c, out_r, out_grad, status, iterations, ls_iterations
+
+
+def _solver_args(params: NonLinearSolverParams) -> tuple:
+    """newton_stage's solver settings, kept per settings object while its fields hold the values they were
+    converted from (a step reads the same settings every stage)."""
+    cached = _SOLVER_ARGS.get(id(params))
+    if cached is not None and cached[0] is params and cached[1] == vars(params):
+        return cached[2]
+    args = (
+        int(params.max_iter), params.convergence_mode is ConvergenceMode.GLOBAL, float(params.abs_tol),
+        float(params.rel_tol), float(params.rel_step_tol), params.psd_proj_mode is PsdProjMode.ALWAYS,
+        bool(params.explosion_control), float(params.abs_div_tol), float(params.rel_div_tol),
+        _LS_CODE[params.line_search_type], int(params.line_search_max_iter), float(params.line_search_alpha),
+        float(params.line_search_wolfe1), float(params.line_search_max_rel_increase),
+        bool(params.best_iterate_on_stop))
+    if len(_SOLVER_ARGS) >= 16:
+        _SOLVER_ARGS.clear()
+    _SOLVER_ARGS[id(params)] = (params, dict(vars(params)), args)  # the object held: its id stays its own
+    return args
+
+
+_SOLVER_ARGS: dict = {}
+_LOADED: dict = {}  # callee_addresses per stage flags, filled once every callee the flags need is loaded
 
 
 def _per_world_positions(num_contact: int, num_solver: int) -> tuple:

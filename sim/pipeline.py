@@ -54,6 +54,59 @@ def solver_path(potentials, params) -> tuple:
         return "numpy", kplan
     return "compiled", kplan
 
+def step_plan(potentials, solver, held=None) -> tuple:
+    """(path, plan or reason, fused, path name) of a step with these extra potentials and settings: `solver_path`,
+    `fused_step.scope` and `step_path_name`. ``held``: a one-item list the caller keeps between steps (the scene);
+    the result is reused while the settings object is the same (a scene replaces its settings on every change,
+    never edits them) and `_plan_signature` is."""
+    refs, signature = _plan_signature(potentials)
+    if held is not None and held[0] is not None:
+        h_solver, h_signature, _, value = held[0]
+        if h_solver is solver and h_signature == signature:
+            return value
+    path, kplan = solver_path(potentials, solver.non_linear_solver)
+    reason = fused_step.scope(solver) if path == "compiled" else None
+    value = (path, kplan, path == "compiled" and reason is None, step_path_name(path, kplan, solver, reason))
+    if held is not None:
+        held[0] = (solver, signature, refs, value)  # refs keep the objects whose ids the signature holds alive
+    return value
+
+
+def _plan_signature(potentials) -> tuple:
+    """What `newton_kernel.plan` reads of the extra potentials, as ids and sizes: the module switches, every
+    potential, the contact system's built potential and the constraint system's sets with their sizes and
+    Hessian forms; with the objects behind the ids."""
+    contact_system, constraint_system = _system_types()
+    refs, parts = [], [COMPILED_NEWTON, fused_step.FUSED_STEP]
+    for pot in potentials:
+        kind = type(pot)
+        refs.append(pot)
+        parts.append(id(pot))
+        if kind is contact_system:
+            built = pot.potential()
+            refs.append(built)
+            parts.append(id(built))
+        elif kind is constraint_system:
+            for k, cs in pot._sets.items():
+                refs.append(cs)
+                parts.append((k, id(cs), len(cs), cs.exact_hessian))
+    return refs, tuple(parts)
+
+
+def _system_types() -> tuple:
+    """(ContactSystem, ConstraintSystem), imported at first use (they import this module)."""
+    global _SYSTEM_TYPES
+    if _SYSTEM_TYPES is None:
+        from .constraint_system import ConstraintSystem
+        from .contact_system import ContactSystem
+
+        _SYSTEM_TYPES = (ContactSystem, ConstraintSystem)
+    return _SYSTEM_TYPES
+
+
+_SYSTEM_TYPES = None
+
+
 def step_path_name(path: str, detail, solver, reason=None) -> str:
     """What `Scene.solver_path` reports: "compiled (fused step)" (sim/fused_step.py), "compiled (per-stage step:
     <why>)" or "numpy: <why>" (docs/engine.md, "Solver paths"); ``reason``: `fused_step.scope`'s, when known."""
@@ -115,8 +168,9 @@ def recover_velocity(c, r, c0, r0, stage_dt):
     return (c - c0) / stage_dt, lie.axial(fd), lie.sym(fd)
 
 
-def step(model: Model, state: State, dt: float, solver: SolverParams, gravity: np.ndarray, extra_potentials=()) -> StepReport:
-    """Advance every world of ``state`` by dt in place."""
+def step(model: Model, state: State, dt: float, solver: SolverParams, gravity: np.ndarray, extra_potentials=(),
+         held_plan=None) -> StepReport:
+    """Advance every world of ``state`` by dt in place. ``held_plan``: `step_plan`'s ``held``."""
     method = solver.integration_method
     num_worlds, num_bodies = state.num_worlds, model.bodies.num
     status = np.zeros(num_worlds, dtype=np.int64)
@@ -124,10 +178,7 @@ def step(model: Model, state: State, dt: float, solver: SolverParams, gravity: n
     report = StepReport(status, 0, 0, 0.0, actor_status, last_stages=[])
     needed = effective_tableau(method, 3).num_history
     potentials = CORE_POTENTIALS + tuple(extra_potentials)
-    path, kplan = solver_path(extra_potentials, solver.non_linear_solver)
-    reason = fused_step.scope(solver) if path == "compiled" else None
-    fused = path == "compiled" and reason is None
-    report.solver_path = step_path_name(path, kplan, solver, reason)
+    path, kplan, fused, report.solver_path = step_plan(extra_potentials, solver, held_plan)
     kplan = kplan if path == "compiled" else None
     if num_worlds == 1:  # one world, one group (the single-env case, without the reductions below)
         groups = [min(int(state.num_history[0]), needed)]
@@ -137,7 +188,7 @@ def step(model: Model, state: State, dt: float, solver: SolverParams, gravity: n
         groups = [int(avail[0])] if avail.size and np.all(avail == avail[0]) else np.unique(avail).tolist()
     if len(groups) == 1:  # every world in one group: its end state becomes y_n as it is (fresh arrays, no copy)
         tab = effective_tableau(method, groups[0])
-        group = _GroupStep(model, state, np.arange(num_worlds), tab, dt, solver, gravity, potentials, kplan,
+        group = _GroupStep(model, state, _all_worlds(num_worlds), tab, dt, solver, gravity, potentials, kplan,
                            all_worlds=True)
         new_history0 = fused_step.run_group(group, kplan, None, report) if fused else group.run(None, report)
     else:
@@ -159,6 +210,19 @@ def step(model: Model, state: State, dt: float, solver: SolverParams, gravity: n
     state.last_dt = dt
     state.status = report.status
     return report
+
+
+def _all_worlds(num_worlds: int) -> np.ndarray:
+    """arange(num_worlds), one per count (read only by convention: the steps index and pass it, never write it)."""
+    rows = _ALL_WORLDS.get(num_worlds)
+    if rows is None:
+        if len(_ALL_WORLDS) >= 8:
+            _ALL_WORLDS.clear()
+        rows = _ALL_WORLDS[num_worlds] = np.arange(num_worlds)
+    return rows
+
+
+_ALL_WORLDS: dict = {}
 
 
 class _GroupStep:

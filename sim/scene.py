@@ -35,7 +35,7 @@ from .params import (
 )
 from .potentials.base import Potential
 from .scene_setup import build_actor_record
-from .tunnelling import tunnelling_geometry, tunnelling_ratio
+from .tunnelling import tunnelling_geometry, tunnelling_kernel_inputs, tunnelling_ratio
 from .validation import MIN_TIME_STEP_S
 from .state_io import StateStore
 from .transforms import as_vector3
@@ -75,6 +75,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         self._next_actor_handle = 1  # per scene: a state restores into any scene built alike
         self._store = StateStore(self)
         self._extra_potentials: list = []  # contact / constraint potentials registered by other modules
+        self._held_plan = [None]  # the step's solver path, kept while what decides it is the same (pipeline.step_plan)
         self._queries: set = set()
         self._actor_queries = ActorQueryRegistry(self)
         self._num_query_steps = 0  # steps that computed query results (per-actor queries are valid after one)
@@ -82,7 +83,8 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         self._handle = SceneHandle(next(_SCENE_HANDLES))
         self._sleep_params = None  # experimental.SleepParams once set (sim/experimental.py)
         self._last_report = None
-        self._tunnelling = (None, None, None)  # (model, tunnelling_geometry, dynamic mask) kept per compiled model
+        # (model, tunnelling_geometry, dynamic mask, the kernel's inputs) kept per compiled model
+        self._tunnelling = (None, None, None, None)
         self._tunnelling_ratio = np.zeros(1)  # (W,) of the last step
         self._contact_system = ContactSystem(self)
         self._extra_potentials.append(self._contact_system)
@@ -111,9 +113,27 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         self._solver = copy.deepcopy(params).validate()
 
     def get_solver_stats(self) -> SolverStats:
+        if self._stats is None:
+            report, worst, max_ratio, _ = self._stats_from
+            self._stats = SolverStats(
+                convergence_status=ConvergenceStatus(worst),
+                max_non_linear_iters=report.max_iterations,
+                max_line_search_iters=report.max_line_search_iterations,
+                residual_norm=report.residual_norm,
+                max_tunnelling_ratio=max_ratio,
+            )
         return copy.deepcopy(self._stats)
 
     def get_performance_stats(self) -> PerformanceStats:
+        if self._perf is None:
+            report, _, _, total = self._stats_from
+            self._perf = PerformanceStats(
+                total_step_time=total,
+                assembly_time=report.assembly_time,
+                linear_solve_time=report.solve_time,
+                line_search_time=report.line_search_time,
+                num_stages=report.num_stages,
+            )
         return copy.deepcopy(self._perf)
 
     def get_last_time_step(self) -> float:
@@ -473,7 +493,8 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
             start_rot = self._state.current.rotation
             try:
                 report = pipeline.step(
-                    self.get_model(), self._state, dt, self._solver, self._gravity, self._extra_potentials
+                    self.get_model(), self._state, dt, self._solver, self._gravity, self._extra_potentials,
+                    self._held_plan,
                 )
             finally:
                 for pot in self._extra_potentials:
@@ -486,20 +507,9 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
                 warnings.warn(f"the Newton solve diverged in world(s) {diverged[:8].tolist()}: their dynamic actors "
                               "were put back at the step start, at rest (get_world_status(); docs/reliability.md)",
                               RuntimeWarning, stacklevel=2)
-            self._stats = SolverStats(
-                convergence_status=ConvergenceStatus(worst),
-                max_non_linear_iters=report.max_iterations,
-                max_line_search_iters=report.max_line_search_iterations,
-                residual_norm=report.residual_norm,
-                max_tunnelling_ratio=max_ratio,
-            )
-            self._perf = PerformanceStats(
-                total_step_time=time.perf_counter() - start,
-                assembly_time=report.assembly_time,
-                linear_solve_time=report.solve_time,
-                line_search_time=report.line_search_time,
-                num_stages=report.num_stages,
-            )
+            # The stats objects are built when asked for (get_solver_stats): most steps are never asked.
+            self._stats = self._perf = None
+            self._stats_from = (report, worst, max_ratio, time.perf_counter() - start)
             self._last_report = report
             self._num_query_steps += 1
             for pot in self._extra_potentials:
@@ -514,11 +524,13 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         NaN when a ratio is NaN); a warning when it reaches 1."""
         model = self.get_model()
         if self._tunnelling[0] is not model:
-            self._tunnelling = (model, tunnelling_geometry(self._records), ~model.bodies.is_static)
+            geometry = tunnelling_geometry(self._records)
+            dynamic = ~model.bodies.is_static
+            self._tunnelling = (model, geometry, dynamic, tunnelling_kernel_inputs(geometry, dynamic))
         geometry = self._tunnelling[1]
         cur = self._state.current
         ratio, which = tunnelling_ratio(start_com, start_rot, cur.com_position, cur.rotation, geometry,
-                                        self._tunnelling[2])
+                                        self._tunnelling[2], self._tunnelling[3])
         self._tunnelling_ratio = ratio
         max_ratio = float(ratio.max(initial=0.0))
         if max_ratio >= 1.0 or (max_ratio != max_ratio and np.any(ratio >= 1.0)):

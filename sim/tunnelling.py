@@ -43,11 +43,14 @@ def tunnelling_geometry(records) -> dict:
             "centre": np.array(centre).reshape(-1, 3), "radius": np.array(radius), "names": names}
 
 
-def tunnelling_ratio(com0, rot0, com1, rot1, geometry: dict, dynamic: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def tunnelling_ratio(com0, rot0, com1, rot1, geometry: dict, dynamic: np.ndarray,
+                     inputs=False) -> tuple[np.ndarray, np.ndarray]:
     """Per world (W,): the step's ratio (module docstring) and the index into ``geometry["names"]`` of the collider
-    that sets it (-1 where no collider is within reach)."""
+    that sets it (-1 where no collider is within reach). ``inputs``: `tunnelling_kernel_inputs` of this geometry
+    and mask, when the caller keeps them."""
     num_worlds = com0.shape[0]
-    inputs = _kernel_inputs(geometry, dynamic)
+    if inputs is False:
+        inputs = _kernel_inputs(geometry, dynamic)
     if inputs is None:
         return np.zeros(num_worlds), np.full(num_worlds, -1)
     # One kernel: the step's rotations and the colliders' centres as numpy's products round them, then the angles,
@@ -59,6 +62,12 @@ def tunnelling_ratio(com0, rot0, com1, rot1, geometry: dict, dynamic: np.ndarray
     if near_pi:  # a body turned by nearly pi in one step: log_so3's quaternion route, in numpy
         return tunnelling_ratio_numpy(com0, rot0, com1, rot1, geometry, dynamic)
     return ratio, which
+
+
+def tunnelling_kernel_inputs(geometry: dict, dynamic: np.ndarray):
+    """The kernel's inputs for this geometry and dynamic mask (None when no pair exists), for a caller that keeps
+    them with the geometry (the scene, per compiled model)."""
+    return _kernel_inputs(geometry, dynamic)
 
 
 def _kernel_inputs(geometry: dict, dynamic: np.ndarray):

@@ -169,7 +169,8 @@ class RobotTaskWorlds:
         status = self.scene.get_world_status()  # copies: the record owns them
         ratio = self.scene.get_tunnelling_ratio()
         lin, _ = self.scene.get_actor_velocities(self._dynamic)
-        undo = (ratio >= 1.0) | (np.sqrt(np.max(np.einsum("wni,wni->wn", lin, lin), axis=1)) > self._escape_speed)
+        # sqrt is monotonic and correctly rounded: sqrt of the largest squared speed is the largest speed
+        undo = (ratio >= 1.0) | (np.sqrt(np.einsum("wni,wni->wn", lin, lin).max(axis=1)) > self._escape_speed)
         if undo.any():
             self.scene.restore_snapshot(before, worlds=np.flatnonzero(undo))
         diverged = status == _DIVERGED
