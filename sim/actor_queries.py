@@ -90,7 +90,7 @@ class ActorQueryRegistry:
             del self._entries[handle.value]
 
     def is_active(self, query_type: QueryType) -> bool:
-        return any(qt is query_type for _, qt, _ in self._entries.values())
+        return bool(self._entries) and any(qt is query_type for _, qt, _ in self._entries.values())
 
     def on_actor_destroyed(self, actor_handle: int) -> None:
         self._entries = {k: v for k, v in self._entries.items() if v[0] != actor_handle}

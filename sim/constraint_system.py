@@ -195,12 +195,16 @@ class ConstraintSystem(Potential):
             cs.num_worlds = int(num_worlds)
         self._forces = None
 
-    def capture(self) -> dict:
+    def capture(self, shared: bool = False) -> dict:
+        """The per-world arrays (targets, old targets) and handles, copied; ``shared``: the arrays themselves, for
+        `StateStore.step_snapshot` (a step replaces them, never writes into them)."""
+        copy = dict if shared else _copy
         return {
             "kind": "ConstraintSystem",
             "num_worlds": self._scene.num_worlds,
             "sets": {
-                kind: {"handles": self._handles[kind].copy(), "stores": [_copy(s) for s in _stores(cs)]}
+                kind: {"handles": self._handles[kind] if shared else self._handles[kind].copy(),
+                       "stores": [copy(s) for s in _stores(cs)]}
                 for kind, cs in self._sets.items()
             },
         }
@@ -484,33 +488,40 @@ class ConstraintSceneMixin:
         (a robot driving its bodies sets them every substep): ``positions`` (C, 3), or (len(worlds), C, 3) one per
         selected world [m]. Everything is checked before any target changes."""
         constraints = tuple(constraints)
-        if not all(isinstance(c, Constraint) for c in constraints):
-            raise TypeError("constraints must be Constraint objects")
         system = self._constraint_system
-        if any(c._system is not system for c in constraints):
-            raise ValueError("every constraint must belong to this scene")
         # Their rows, kept while the set's handle array is the same object (adding or removing a constraint of
-        # the type replaces it), so a robot's per-substep call does not look each constraint up again.
+        # the type replaces it), so a robot's per-substep call does not look each constraint up again. A tuple
+        # found here holds only Constraint objects (they compare equal to Constraints only).
         cache = self.__dict__.setdefault("_pivot_rows_cache", {})
         handles = system._handles.get("RigidPivotPosition") if system is not None else None
         hit = cache.get(constraints)
+        if hit is None or hit[0] is not handles:
+            if not all(isinstance(c, Constraint) for c in constraints):
+                raise TypeError("constraints must be Constraint objects")
+        if any(c._system is not system for c in constraints):  # equal handles in another scene compare equal
+            raise ValueError("every constraint must belong to this scene")
         if hit is None or hit[0] is not handles:
             located = [c._require_type("set_target_positions", "RigidPivotPosition") for c in constraints]
             # one set per type in a scene: every RigidPivotPosition lives in located[k][0]
             hit = cache[constraints] = (handles, located[0][0] if located else None,
                                         np.array([row for _, row in located], dtype=np.int64))
         _, cs, rows = hit
-        worlds = self._worlds(world)
+        num_worlds = self.num_worlds
+        worlds = slice(None) if world is None else self._worlds(world)  # None: every world, without an index
+        count = num_worlds if world is None else worlds.size
         arr = np.asarray(positions, dtype=np.float64)
         num = len(constraints)
         if arr.shape == (num, 3):
-            arr = np.broadcast_to(arr, (worlds.size, num, 3))
-        if arr.shape != (worlds.size, num, 3):
-            raise ValueError(f"positions must have shape ({num}, 3) or ({worlds.size}, {num}, 3), got {arr.shape}")
-        if not np.isfinite(arr).all():
+            arr = np.broadcast_to(arr, (count, num, 3))
+        if arr.shape != (count, num, 3):
+            raise ValueError(f"positions must have shape ({num}, 3) or ({count}, {num}, 3), got {arr.shape}")
+        if not np.logical_and.reduce(np.isfinite(arr), axis=None):
             raise ValueError("positions must be finite")
         if cs is not None:
-            cs._targets["position"][worlds[:, None], rows[None, :]] = arr
+            if world is None:
+                cs._targets["position"][:, rows] = arr
+            else:
+                cs._targets["position"][worlds[:, None], rows[None, :]] = arr
 
     def create_rigid_spherical_joint_constraint(self, params=None, **kwargs) -> Constraint:
         return self._create_typed(RigidSphericalJointConstraintParams, params, kwargs)

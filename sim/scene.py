@@ -589,6 +589,12 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         """An opaque in-memory copy of the whole batched state (no handle to release)."""
         return self._store.snapshot()
 
+    def step_snapshot(self):
+        """A `snapshot` valid until the next `step` has run and no longer: restoring it undoes that step (an env
+        undoes a substep that tunnelled). Cheaper than `snapshot` (a step replaces the arrays it changes, so this
+        one shares them); any other change to the scene in between may show through it."""
+        return self._store.step_snapshot()
+
     def restore_snapshot(self, snapshot, worlds=None, source_worlds=None) -> None:
         """Restore a `snapshot` bit-exactly: every world, or ``worlds`` from the snapshot's ``source_worlds``
         (default: the same worlds, or world 0 of a one-world snapshot)."""

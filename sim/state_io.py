@@ -38,6 +38,23 @@ class StateStore:
         """An in-memory copy of everything that changes (state, statuses, contact/constraint data)."""
         return (self._layout(), self._scene._state.copy(), self._scene._actor_status.copy(), self._extra_capture())
 
+    def step_snapshot(self) -> tuple:
+        """A `snapshot` for undoing the next step and nothing else: a step builds new arrays for everything it
+        changes and never writes into the current ones, so this one shares them instead of copying them. A full
+        snapshot where a step could write in place: registered callbacks, potentials other than the scene's
+        contact and constraint systems, or spins set from outside (the step stores their S in the current state)."""
+        scene = self._scene
+        st = scene._state
+        contact, constraints = _step_shared_types()
+        if (scene._callbacks["pre"] or scene._callbacks["post"] or np.logical_or.reduce(st.sym_dirty, axis=None)
+                or not all(type(p) is contact or type(p) is constraints for p in scene._extra_potentials)):
+            return self.snapshot()
+        state = State(list(st.history), st.num_history, st.sym_dirty, st.static_previous_com,
+                      st.static_previous_rotation, st.external_force, st.offset_force, st.offset_local, st.status,
+                      st.time, st.last_dt)
+        extra = [p.capture(shared=True) if type(p) is constraints else p.capture() for p in scene._extra_potentials]
+        return self._layout(), state, scene._actor_status, extra
+
     def _extra_capture(self):
         return [p.capture() for p in self._scene.potentials()]
 
@@ -197,3 +214,18 @@ def _restore_worlds(dst: State, src: State, target: np.ndarray, source: np.ndarr
     for i, kin in enumerate(dst.history):
         kin.put(target, src.history[min(i, len(src.history) - 1)].take(source))
     dst.num_history[target] = np.minimum(src.num_history[source], len(src.history))
+
+
+def _step_shared_types() -> tuple:
+    """The potentials whose step hooks replace their per-world arrays instead of writing into them (imported at
+    first use: they import this module's users)."""
+    global _SHARED_TYPES
+    if _SHARED_TYPES is None:
+        from .constraint_system import ConstraintSystem
+        from .contact_system import ContactSystem
+
+        _SHARED_TYPES = (ContactSystem, ConstraintSystem)
+    return _SHARED_TYPES
+
+
+_SHARED_TYPES = None

@@ -169,7 +169,8 @@ def test_a_half_turn_in_the_tunnelling_ratio(rng):
 def test_gripper_observation_helpers_equal_np_mean_and_clip():
     import itertools
 
-    from superdex_gym.envs.robots.floating_gripper import _clip, _mean_of_two
+    from superdex_gym.envs.core.config import clip as _clip
+    from superdex_gym.envs.robots.floating_gripper import _mean_of_two
 
     values = [0.0, -0.0, 1.5, -2.25, 1e-300, -1e-300, np.nan, 7.0, -7.0]
     for a, b in itertools.product(values, values):  # signed zeros included: np.mean of (-0.0, -0.0) is +0.0

@@ -59,13 +59,14 @@ def rewards_and_infos(worlds, obs: dict, dense: bool) -> tuple[np.ndarray, dict]
     """Rewards (float32, the sum of the terms) and infos: ``is_success``, ``distance`` (the farthest object's),
     each term as ``reward_<term>`` and the step's physics (`worlds.physics_report`), arrays over the worlds."""
     task = worlds.task
-    achieved, desired = obs["achieved_goal"], obs["desired_goal"]
-    terms = task.reward_terms(achieved, desired, dense)
-    infos = {"is_success": task.is_success(achieved, desired),
-             "distance": task.distance(achieved, desired).astype(np.float64), **worlds.physics_infos(),
+    terms, success, distance = task.step_evaluation(obs["achieved_goal"], obs["desired_goal"], dense)
+    infos = {"is_success": success, "distance": distance.astype(np.float64), **worlds.physics_infos(),
              **task.step_infos(worlds.scene)}
     infos.update({f"reward_{name}": np.asarray(value, dtype=np.float64) for name, value in terms.items()})
-    return np.sum(list(terms.values()), axis=0).astype(np.float32), infos
+    values = list(terms.values())
+    # np.sum adds from its +0 identity (so a -0.0 term sums to +0.0): the same, without its Python wrapper
+    total = 0.0 + values[0] if len(values) == 1 else np.sum(values, axis=0)
+    return total.astype(np.float32), infos
 
 
 class RobotTaskEnv(gym.Env):

@@ -162,7 +162,7 @@ class RobotTaskWorlds:
         back where the step started, so nothing passes through or over a wall, the table or the floor. Returns the
         step's `physics_report` (status, ratio, undone); ``before``: a snapshot of the scene as it is, if the caller
         took one."""
-        before = self.scene.snapshot() if before is None else before
+        before = self.scene.step_snapshot() if before is None else before
         with warnings.catch_warnings():  # reported per world in info instead
             warnings.filterwarnings("ignore", message=_STEP_WARNINGS, category=RuntimeWarning)
             self.scene.step(dt)

@@ -19,7 +19,7 @@ import numpy as np
 import superdex_gym.sim as mochi
 from superdex_gym.sim.validation import as_bool, as_real, bounded_real, real_array
 
-from ..core.config import GRASP_CONTACT, V_MAX
+from ..core.config import GRASP_CONTACT, V_MAX, clip
 
 COLOR = (0.55, 0.57, 0.62)
 
@@ -94,6 +94,8 @@ class FloatingGripper:
         self.config = config.validate()
         self._workspace_low = np.asarray(config.workspace_low, dtype=np.float64)
         self._workspace_high = np.asarray(config.workspace_high, dtype=np.float64)
+        self._tip = np.array([0.0, 0.0, -self.config.finger_half_extents[2]])  # grip point from the fingers' mean
+        self._reach = np.array([0.0, 0.0, self.config.finger_reach_m])  # palm centre from the grip point
 
     @staticmethod
     def make_config(block_gripper=True, gripper_max_force=50.0, gripper_max_speed=None) -> GripperConfig:
@@ -159,7 +161,7 @@ class FloatingGripper:
         c = self.config
         # Filled in place (the same operations as stacking the parts; this runs every substep).
         out = np.empty((grip_point.shape[0], 3, 3))
-        out[:, 0] = grip_point + np.array([0.0, 0.0, c.finger_reach_m])
+        out[:, 0] = grip_point + self._reach
         finger_z = out[:, 0, 2] - c.palm_half_extents[2] - c.finger_half_extents[2]
         offset = 0.5 * opening + c.finger_half_extents[1]  # finger centre from the grip axis
         out[:, 1:, 0] = grip_point[:, 0, None]
@@ -210,7 +212,7 @@ class FloatingGripper:
 
     def begin_action(self, actions: np.ndarray) -> None:
         """Targets of one control step from finite (W, 4) actions (clipped to [-1, 1], as documented)."""
-        actions = _clip(actions, -1.0, 1.0)
+        actions = clip(actions, -1.0, 1.0)
         grip, _ = self.grip_point()
         c = self.config
         self._start = self._target.copy(), self._opening.copy()
@@ -218,12 +220,12 @@ class FloatingGripper:
             opening = np.zeros(len(actions))
         else:  # rate-limited: fingers closed in one control step slam into an object at ~1 m/s
             wanted = 0.5 * (actions[:, 3] + 1.0) * c.max_opening_m
-            opening = self._opening + _clip(wanted - self._opening, -c.finger_step_m, c.finger_step_m)
+            opening = self._opening + clip(wanted - self._opening, -c.finger_step_m, c.finger_step_m)
         move = actions[:, :3] * self.max_step_m
         if np.isfinite(self._max_travel_m):
             norm = np.linalg.norm(move, axis=1, keepdims=True)
             move = move * np.minimum(1.0, self._max_travel_m / np.maximum(norm, 1e-12))
-        self._end = (_clip(grip + move, self._workspace_low, self._workspace_high), opening)
+        self._end = (clip(grip + move, self._workspace_low, self._workspace_high), opening)
 
     def drive(self, fraction: float) -> None:
         """Drive targets ``fraction`` of the way from the step's start commands to its end ones."""
@@ -271,8 +273,7 @@ class FloatingGripper:
         return self.scene.get_actor_translations(self.fingers), self.scene.get_actor_velocities(self.fingers)[0]
 
     def _grip_point(self, pos: np.ndarray, lin: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        tip = np.array([0.0, 0.0, -self.config.finger_half_extents[2]])
-        return _mean_of_two(pos) + tip, _mean_of_two(lin)
+        return _mean_of_two(pos) + self._tip, _mean_of_two(lin)
 
     def observation(self) -> dict:
         """Grip point (W, 3) [m], finger offsets from the grip axis along Y (W, 2) [m], grip velocity (W, 3) and
@@ -281,8 +282,8 @@ class FloatingGripper:
         grip, grip_vel = self._grip_point(pos, lin)
         fingers = pos[:, :, 1] - _mean_of_two(pos[:, :, 1])[:, None]
         finger_vel = lin[:, :, 1] - _mean_of_two(lin[:, :, 1])[:, None]
-        return {"grip": grip, "fingers": fingers, "grip_velocity": _clip(grip_vel, -V_MAX, V_MAX),
-                "finger_velocity": _clip(finger_vel, -V_MAX, V_MAX)}
+        return {"grip": grip, "fingers": fingers, "grip_velocity": clip(grip_vel, -V_MAX, V_MAX),
+                "finger_velocity": clip(finger_vel, -V_MAX, V_MAX)}
 
     def observation_bounds(self) -> dict:
         """Real bounds of the observation parts, each a (low, high) pair.
@@ -302,14 +303,10 @@ class FloatingGripper:
         }
 
 
-# Per-step helpers without np.mean's and np.clip's Python wrappers (they cost more than the
+# Per-step helper without np.mean's Python wrapper (it costs more than the
 # arithmetic on a few numbers); the same operations, so the same bits.
 def _mean_of_two(parts: np.ndarray) -> np.ndarray:
     """parts.mean(axis=1) of the two fingers (W, 2, ...): ((0 + a) + b) / 2, as np.mean sums from its +0 identity
     (so two -0.0 give +0.0) and divides by the count."""
     return ((0.0 + parts[:, 0]) + parts[:, 1]) / 2.0
 
-
-def _clip(values: np.ndarray, low, high) -> np.ndarray:
-    """np.clip(values, low, high): np.minimum(np.maximum(values, low), high), as numpy defines it (NaN passes)."""
-    return np.minimum(np.maximum(values, low), high)

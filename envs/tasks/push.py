@@ -19,7 +19,7 @@ import numpy as np
 import superdex_gym.sim as mochi
 from superdex_gym.sim.validation import as_real, check_mass
 
-from ..core.config import V_MAX
+from ..core.config import V_MAX, clip
 from ..core.task import Task, check_goals_reachable
 from .arena import (box_extent, check_clear_of_boxes, check_outside_table, create_table, create_walled_floor,
                     parse_pose)
@@ -174,7 +174,7 @@ class PushTask(Task):
         spin = V_MAX / self.half
         return {"cube": cube, "cube_rel_grip": cube - robot["grip"],
                 "cube_rotation": mochi.lie.log_so3(scene.get_actor_rotations([self.cube])[:, 0]),
-                "cube_velocity": np.clip(lin[:, 0], -V_MAX, V_MAX), "cube_spin": np.clip(ang[:, 0], -spin, spin)}
+                "cube_velocity": clip(lin[:, 0], -V_MAX, V_MAX), "cube_spin": clip(ang[:, 0], -spin, spin)}
 
     def escape_speed_m_s(self) -> float:
         """The speed [m/s] a body may reach: leaving the workspace's top faster, it could clear the walls (the

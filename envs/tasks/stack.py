@@ -31,7 +31,7 @@ import numpy as np
 import superdex_gym.sim as mochi
 from superdex_gym.sim.validation import as_int, as_real
 
-from ..core.config import GRASP_CONTACT, V_MAX
+from ..core.config import GRASP_CONTACT, V_MAX, clip
 from .arena import check_clear_of_boxes, create_table, create_walled_floor
 from .push import PushConfig, PushTask
 
@@ -161,8 +161,8 @@ class StackTask(PushTask):
         for i, name in enumerate(self.names):
             parts.update({name: pos[:, i], f"{name}_rel_grip": pos[:, i] - robot["grip"],
                           f"{name}_rotation": mochi.lie.log_so3(rot[:, i]),
-                          f"{name}_velocity": np.clip(lin[:, i], -V_MAX, V_MAX),
-                          f"{name}_spin": np.clip(ang[:, i], -spin, spin)})
+                          f"{name}_velocity": clip(lin[:, i], -V_MAX, V_MAX),
+                          f"{name}_spin": clip(ang[:, i], -spin, spin)})
         return parts
 
     def observation_bounds(self, robot: dict) -> dict:
