@@ -133,7 +133,8 @@ def run_group(group, kplan, out, report) -> Kinematics:
     params = solver.non_linear_solver
     bodies = model.bodies
     arrays = bodies.kernel_arrays
-    if group.all_worlds and not state.sym_dirty.any():  # the history as it is (no spin set from outside)
+    # the history as it is, unless a spin was set from outside
+    if group.all_worlds and not np.logical_or.reduce(state.sym_dirty, axis=None):
         hist = state.history[: tab.num_history]
     else:
         hist = group.load_history()  # S filled for spins set from outside

@@ -273,7 +273,8 @@ def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0
     iterations = np.empty(num_worlds, dtype=np.int64)
     ls_iterations = np.empty(num_worlds, dtype=np.int64)
     external_force = kernel_array(external_force)
-    flags = (any_newton_euler, bool(external_force.any()), has_offset, bool(contact_args[0]), pp[0] > 0, pr[0] > 0)
+    any_load = bool(np.logical_or.reduce(external_force, axis=None))
+    flags = (any_newton_euler, any_load, has_offset, bool(contact_args[0]), pp[0] > 0, pr[0] > 0)
     needed = _NEEDED.get(flags)
     if needed is None:
         needed = _NEEDED[flags] = newton_kernels.needed_callees(*flags)

@@ -501,7 +501,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
                     pot.after_solves(self)
             self._actor_status = report.actor_status
             ratio, max_ratio = self._step_tunnelling_ratio(start_com, start_rot, dt)
-            worst = int(report.status.max(initial=1))
+            worst = int(np.maximum.reduce(report.status, axis=None, initial=1))
             if worst == ConvergenceStatus.DIVERGED.value:  # as MuJoCo warns on instability: the world did not advance
                 diverged = np.flatnonzero(report.status == ConvergenceStatus.DIVERGED.value)
                 warnings.warn(f"the Newton solve diverged in world(s) {diverged[:8].tolist()}: their dynamic actors "
@@ -532,7 +532,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         ratio, which = tunnelling_ratio(start_com, start_rot, cur.com_position, cur.rotation, geometry,
                                         self._tunnelling[2], self._tunnelling[3])
         self._tunnelling_ratio = ratio
-        max_ratio = float(ratio.max(initial=0.0))
+        max_ratio = float(np.maximum.reduce(ratio, axis=None, initial=0.0))
         if max_ratio >= 1.0 or (max_ratio != max_ratio and np.any(ratio >= 1.0)):
             w = int(np.argmax(ratio))
             half = geometry["half"][which[w]]

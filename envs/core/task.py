@@ -117,9 +117,9 @@ class Task:
             return (self.reward_terms(achieved_goal, desired_goal, dense), self.is_success(achieved_goal, desired_goal),
                     self.distance(achieved_goal, desired_goal))
         d = self.distances(achieved_goal, desired_goal)
-        success = np.all(d < self.config.distance_threshold_m, axis=-1)
+        success = np.logical_and.reduce(d < self.config.distance_threshold_m, axis=-1)
         terms = {"distance": -d.sum(axis=-1)} if dense else {"success": -(~success).astype(np.float64)}
-        return terms, success, d.max(axis=-1)
+        return terms, success, np.maximum.reduce(d, axis=-1)
 
     def compute_reward(self, achieved_goal, desired_goal, dense: bool) -> np.ndarray:
         achieved_goal = self.checked_goals(achieved_goal, "achieved_goal")

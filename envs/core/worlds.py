@@ -106,7 +106,7 @@ class RobotTaskWorlds:
         if actions.shape != (self.num_worlds, self.robot.action_dim):
             raise ValueError(f"actions must have shape ({self.num_worlds}, {self.robot.action_dim}), "
                              f"got {actions.shape}")
-        if not np.all(np.isfinite(actions)):
+        if not np.logical_and.reduce(np.isfinite(actions), axis=None):
             bad = np.argwhere(~np.isfinite(actions))[0]
             raise ValueError(f"action contains NaN or inf (world {bad[0]}, component {bad[1]}); nothing was stepped")
         self.robot.begin_action(actions)
@@ -169,9 +169,9 @@ class RobotTaskWorlds:
         status = self.scene.get_world_status()  # copies: the record owns them
         ratio = self.scene.get_tunnelling_ratio()
         lin, _ = self.scene.get_actor_velocities(self._dynamic)
-        # sqrt is monotonic and correctly rounded: sqrt of the largest squared speed is the largest speed
-        undo = (ratio >= 1.0) | (np.sqrt(np.einsum("wni,wni->wn", lin, lin).max(axis=1)) > self._escape_speed)
-        if undo.any():
+        speed = np.sqrt(np.maximum.reduce(np.einsum("wni,wni->wn", lin, lin), axis=1))  # the fastest body's
+        undo = (ratio >= 1.0) | (speed > self._escape_speed)
+        if np.logical_or.reduce(undo):
             self.scene.restore_snapshot(before, worlds=np.flatnonzero(undo))
         diverged = status == _DIVERGED
         return physics_report(self.num_worlds, solver_status=status,

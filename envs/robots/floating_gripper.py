@@ -213,7 +213,7 @@ class FloatingGripper:
     def begin_action(self, actions: np.ndarray) -> None:
         """Targets of one control step from finite (W, 4) actions (clipped to [-1, 1], as documented)."""
         actions = clip(actions, -1.0, 1.0)
-        grip, _ = self.grip_point()
+        grip = _mean_of_two(self.scene.get_actor_translations(self.fingers)) + self._tip  # grip_point's, no velocity
         c = self.config
         self._start = self._target.copy(), self._opening.copy()
         if c.block_gripper:
