@@ -24,7 +24,8 @@ from .kernels import fused as fused_kernels
 from .kernels import newton as newton_kernels
 from .model import Kinematics, _force_weight
 from .params import InitialGuess
-from .potentials.base import StageContext
+from .potentials import base as potentials_base
+from .potentials.base import StageContext, constant_velocity_pose
 
 # On by default; SUPERDEX_FUSED_STEP=0 in the environment, or False here, runs every step through _GroupStep.
 FUSED_STEP = os.environ.get("SUPERDEX_FUSED_STEP", "1") != "0"
@@ -52,16 +53,13 @@ def _guess_outside(group, latest, stage_dt, guess_c, guess_r) -> None:
     as the per-stage step has it before the statics are put on their prescribed pose (a static body there is on
     its constant-velocity prediction), then the statics' pose back; writes a changed rotation into ``guess_r``.
     ``latest`` (c, R, v, omega): the latest solution the guess started from."""
-    from . import lie
-    from .potentials.base import guess_outside
-
     sel = group.sel
     latest_c, latest_r, latest_v, latest_w = latest
-    predicted_c = latest_c + stage_dt * latest_v
+    predicted_c, predicted_r = constant_velocity_pose(latest_c, latest_r, latest_v, latest_w, stage_dt)
     pre_c = np.where(sel, predicted_c, guess_c)
-    pre_r = np.where(sel[..., None], lie.exp_so3(stage_dt * latest_w) @ latest_r, guess_r)
+    pre_r = np.where(sel[..., None], predicted_r, guess_r)
     kin = Kinematics(latest_c, latest_r, latest_v, latest_w, None)
-    new_r = guess_outside(group.potentials, kin, predicted_c, pre_c, pre_r)
+    new_r = potentials_base.guess_outside(group.potentials, kin, predicted_c, pre_c, pre_r)
     if new_r is not pre_r:
         guess_r[...] = np.where(sel[..., None], guess_r, new_r)
 

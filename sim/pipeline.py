@@ -35,7 +35,7 @@ from .jit import kernel_array
 from .kernels import step as step_kernels
 from .newton import newton_solve
 from .params import ConvergenceStatus, InitialGuess, SolverParams
-from .potentials.base import StageContext, guess_outside
+from .potentials.base import StageContext, constant_velocity_pose, guess_outside
 from .potentials.external import DofLoads, Gravity, OffsetForces
 from .potentials.inertia import NewtonEulerInertia, RotationalInertia, TranslationalInertia
 
@@ -395,8 +395,8 @@ class _GroupStep:
         guess_mode = self.solver.non_linear_solver.initial_guess
         stage_dt = ctx.stage_dt
         if guess_mode is not InitialGuess.LATEST_SOLUTION:
-            guess_c = guess_c + stage_dt * latest.linear_velocity
-            guess_r = lie.exp_so3(stage_dt * latest.angular_velocity) @ guess_r
+            guess_c, guess_r = constant_velocity_pose(guess_c, guess_r, latest.linear_velocity,
+                                                      latest.angular_velocity, stage_dt)
         if guess_mode in (InitialGuess.CONSTANT_VELOCITY_AND_TARGETS, InitialGuess.CONSTANT_VELOCITY_AND_TARGETS_OUTSIDE):
             predicted_c = guess_c
             for pot in self.potentials:

@@ -164,6 +164,21 @@ def test_substep_refinement_keeps_the_scene_time():
     assert clock[0] == clock[1]
 
 
+def test_refinement_worlds_resize_every_per_world_array():
+    """The refinement copy is resized to the stopped worlds' count each time: its scene, goals, robot commands and
+    physics report all take the new size (it first kept the goals and commands of its first size)."""
+    from superdex_gym.envs import ENVS
+    from superdex_gym.envs.core.env import make_worlds
+
+    row = ENVS[PP]
+    worlds = make_worlds(4, row.robot, row.task, dict(row.kwargs))
+    for count in (3, 1, 2):
+        shadow = worlds._refinement_worlds(count)
+        sizes = {shadow.num_worlds, shadow.scene.num_worlds, shadow.goal.shape[0],
+                 *(len(v) for v in shadow.robot.get_state().values()), *(len(v) for v in shadow.physics.values())}
+        assert sizes == {count}
+
+
 def test_substep_refinement_is_checked():
     with pytest.raises(ValueError, match="substep_refinement"):
         gym.make(PP, substep_refinement=5)

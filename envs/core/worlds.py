@@ -152,9 +152,19 @@ class RobotTaskWorlds:
             task = type(self.task)(self.task.config, robot)
             shadow = self._shadow = RobotTaskWorlds(num_worlds, self.config, robot, task)
         elif shadow.num_worlds != num_worlds:
-            shadow.scene.set_num_worlds(num_worlds)
-            shadow.num_worlds = num_worlds
+            shadow._resize(num_worlds)
         return shadow
+
+    def _resize(self, num_worlds: int) -> None:
+        """``num_worlds`` worlds, each a copy of world 0, with every per-world array of these worlds (goals,
+        commands, physics report) at the new size (a refinement copy's worlds are restored from a snapshot and
+        given their commands before they step)."""
+        self.scene.set_num_worlds(num_worlds)
+        self.num_worlds = int(num_worlds)
+        self.goal = np.repeat(self.goal[:1], num_worlds, axis=0)
+        self.robot.start_commands(num_worlds, np.asarray(self.task.robot_home(), dtype=np.float64),
+                                  self.config.control_dt)
+        self.physics = physics_report(num_worlds)
 
     def _guarded_step(self, dt: float, before=None) -> dict:
         """One engine step; a world whose step moved a body past the middle of a static collider (tunnelling ratio

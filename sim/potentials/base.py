@@ -23,6 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 import numpy as np
 
+from .. import lie
+
 
 @dataclass
 class Coupling:
@@ -133,6 +135,12 @@ class Potential:
 # Ramp widths a guess may go deeper than the latest pose before its rotation is dropped: 4 (1 mm with the grasp
 # contact) held 100/100 seed-0 picks, 2-3 and 8 held 96-99 (docs/environments.md, Grasping).
 GUESS_DEPTH_MARGIN = 4.0
+
+
+def constant_velocity_pose(com_position, rotation, linear_velocity, angular_velocity, dt):
+    """A pose advanced by its velocity over ``dt``: c + dt v, exp(dt omega) R (``InitialGuess.CONSTANT_VELOCITY``;
+    the per-stage step's guess and the fused step's OUTSIDE test share it)."""
+    return com_position + dt * linear_velocity, lie.exp_so3(dt * angular_velocity) @ rotation
 
 
 def guess_outside(potentials, latest, predicted_c, guess_c, guess_r):
