@@ -21,11 +21,12 @@ import numpy as np
 from . import newton_kernel
 from .jit import compile_in_processes, kernel_array
 from .kernels import fused as fused_kernels
+from .kernels import guess as guess_kernels
 from .kernels import newton as newton_kernels
 from .model import Kinematics, _force_weight
 from .params import InitialGuess
 from .potentials import base as potentials_base
-from .potentials.base import StageContext, constant_velocity_pose
+from .potentials.base import StageContext
 
 # On by default; SUPERDEX_FUSED_STEP=0 in the environment, or False here, runs every step through _GroupStep.
 FUSED_STEP = os.environ.get("SUPERDEX_FUSED_STEP", "1") != "0"
@@ -48,20 +49,26 @@ def scope(solver) -> str | None:
     return None
 
 
-def _guess_outside(group, latest, stage_dt, guess_c, guess_r) -> None:
-    """``CONSTANT_VELOCITY_AND_TARGETS_OUTSIDE`` on the fused step: `potentials.base.guess_outside` on the guess
-    as the per-stage step has it before the statics are put on their prescribed pose (a static body there is on
-    its constant-velocity prediction), then the statics' pose back; writes a changed rotation into ``guess_r``.
-    ``latest`` (c, R, v, omega): the latest solution the guess started from."""
-    sel = group.sel
-    latest_c, latest_r, latest_v, latest_w = latest
-    predicted_c, predicted_r = constant_velocity_pose(latest_c, latest_r, latest_v, latest_w, stage_dt)
-    pre_c = np.where(sel, predicted_c, guess_c)
-    pre_r = np.where(sel[..., None], predicted_r, guess_r)
-    kin = Kinematics(latest_c, latest_r, latest_v, latest_w, None)
-    new_r = potentials_base.guess_outside(group.potentials, kin, predicted_c, pre_c, pre_r)
-    if new_r is not pre_r:
-        guess_r[...] = np.where(sel[..., None], guess_r, new_r)
+def _guess_outside(kplan, is_static, latest, stage_dt, guess_c, guess_r) -> bool:
+    """``CONSTANT_VELOCITY_AND_TARGETS_OUTSIDE`` on the fused step (`kernels.guess.outside_guess`; the per-stage
+    step's `potentials.base.guess_outside` is its oracle): writes the latest rotation into ``guess_r`` for the
+    bodies whose guess goes too deep into a contact. ``latest`` (c, R, v, omega): the latest solution the guess
+    started from. True when a rotation was replaced."""
+    pot = kplan.contact.potential() if kplan.contact is not None else None
+    if pot is None:  # no contact pair: no depth to test
+        return False
+    inputs = pot.__dict__.get("_depth_inputs")
+    if inputs is None:  # the potential's arrays are frozen (a scene change builds a new potential)
+        samples, pairs = pot._kernel_samples, pot._kernel_pairs
+        inputs = pot._depth_inputs = (
+            samples.points, samples.start, samples.count, pairs.colliding, pairs.collider, pairs.collider_index,
+            pairs.eps, pairs.delta, pairs.reach, pairs.sphere_center, pairs.sphere_radius, pairs.bound_is_half,
+            pairs.bound_vector, pairs.bound_scalar, *pot._kernel_colliders)
+    num_worlds, n = guess_c.shape[:2]
+    return guess_kernels.outside_guess(
+        potentials_base.GUESS_DEPTH_MARGIN, stage_dt, is_static, *(kernel_array(a) for a in latest), guess_c, guess_r,
+        *inputs, np.empty((num_worlds, n, 3)), np.empty((num_worlds, n, 3, 3)), np.empty((num_worlds, n), dtype=bool),
+        np.empty((num_worlds, n)), np.empty((num_worlds, n)))
 
 
 def _tableau_arrays(tab):
@@ -158,7 +165,7 @@ def run_group(group, kplan, out, report) -> Kinematics:
     offset_force = offset_force if has_offset else None
     alpha, a_tilde, b_tilde = _tableau_arrays(tab)
     num_stages = tab.num_stages
-    outside = params.initial_guess is _OUTSIDE  # the kernels' targets guess, then the depth test in numpy
+    outside = params.initial_guess is _OUTSIDE  # the kernels' targets guess, then the depth test's kernel
     guess_mode = fused_kernels.GUESS_TARGETS if outside else _GUESS_CODE[params.initial_guess]
 
     vec, mat = (num_worlds, n, 3), (num_worlds, n, 3, 3)
@@ -201,7 +208,7 @@ def run_group(group, kplan, out, report) -> Kinematics:
             *older, prev_c, prev_r, *guess, world_rows, *star, static_v, static_w, *stages, *start, guess_c, guess_r)
         if outside:
             latest = (history[:2] + history[2:4]) if i == 0 else tuple(stages[k][i - 1] for k in range(4))
-            _guess_outside(group, latest, stage_dt, guess_c, guess_r)
+            _guess_outside(kplan, arrays.is_static, latest, stage_dt, guess_c, guess_r)
         out_c, out_r, out_grad, status, iterations, ls_iterations = newton_kernel.run_stage(
             kplan, model, stage_dt, *start, gravity_w, external_force, offset_force, offset_local, force_weight,
             torque_weight, world_rows, guess_c, guess_r, params)

@@ -252,20 +252,29 @@ def test_outside_guess_on_a_yawed_squeeze_equals_the_per_stage_step(monkeypatch)
 
     yaws = [40.0, 0.0, -35.0]
     monkeypatch.setattr(fused_step, "FUSED_STEP", False)
+    numpy_replaced = []
+    real_numpy = base.guess_outside
+
+    def watched_numpy(potentials, latest, predicted_c, guess_c, guess_r):
+        out = real_numpy(potentials, latest, predicted_c, guess_c, guess_r)
+        numpy_replaced.append(out is not guess_r)
+        return out
+
+    monkeypatch.setattr(pipeline, "guess_outside", watched_numpy)
     per_stage, per_stage_refined = _pick(yaws, 2)
     monkeypatch.setattr(fused_step, "FUSED_STEP", True)
     assert gym.make(PP).unwrapped.worlds.scene.solver_path() == "compiled (fused step)"
     replaced = []
-    real = base.guess_outside
+    real = fused_step._guess_outside
 
-    def watched(potentials, latest, predicted_c, guess_c, guess_r):
-        out = real(potentials, latest, predicted_c, guess_c, guess_r)
-        replaced.append(out is not guess_r)
-        return out
+    def watched(*args):
+        replaced.append(real(*args))
+        return replaced[-1]
 
-    monkeypatch.setattr(base, "guess_outside", watched)
+    monkeypatch.setattr(fused_step, "_guess_outside", watched)
     fused, fused_refined = _pick(yaws, 2)
-    assert sum(replaced) > 0  # the test replaced a rotation on the fused step
+    # the kernel replaced rotations (kernels.guess) in as many stages as the numpy test did on the per-stage step
+    assert sum(replaced) > 0 and sum(replaced) == sum(numpy_replaced)
     np.testing.assert_array_equal(fused_refined, per_stage_refined)
     np.testing.assert_array_equal(fused, per_stage)
 
