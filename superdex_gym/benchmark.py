@@ -136,6 +136,14 @@ def case_env(args):
     vec = _random_action_rate(lambda: gym.make_vec("SuperDex/Push-v0", num_envs=64), steps, 64, reps)
     out["SuperDex/Push-v0 single env steps/s"] = single
     out["SuperDex/Push-v0 make_vec(64) aggregate env steps/s"] = vec
+    # The opt-in worker threads (initialize(num_worker_threads=2): the worlds' Newton solves on two threads, the
+    # same bits); the machine's other work shares those cores, so this line moves with its load.
+    mochi.initialize(num_worker_threads=2)
+    try:
+        threaded = _random_action_rate(lambda: gym.make_vec("SuperDex/Push-v0", num_envs=64), steps, 64, reps)
+    finally:
+        mochi.initialize(num_worker_threads=0)
+    out["SuperDex/Push-v0 make_vec(64) aggregate env steps/s, 2 worker threads"] = threaded
     env = gym.make("SuperDex/Push-v0", render_mode="rgb_array")
     env.reset(seed=0)
     times = []
@@ -168,6 +176,7 @@ def case_env(args):
         out[f"{name} env steps/s"] = rate
         out[f"ratio single / {name}"] = single / rate
         out[f"ratio make_vec(64) aggregate / {name}"] = vec / rate
+        out[f"ratio make_vec(64) aggregate, 2 worker threads / {name}"] = threaded / rate
     return out
 
 

@@ -43,3 +43,15 @@ def test_scaling_tables_and_plot(tmp_path):
     data_rows = [line for line in table.read_text().splitlines() if line[:3] in ("| 1", "| 2")]
     assert len(data_rows) == 4  # two rows in each table
     assert plot.stat().st_size > 1000
+
+
+def test_env_case_reports_the_threaded_batch_and_restores_serial():
+    """The env case also times make_vec(64) with the opt-in worker threads, then leaves the process serial."""
+    from types import SimpleNamespace
+
+    import superdex_gym.sim as mochi
+
+    out = benchmark.case_env(SimpleNamespace(env_steps=64))
+    threaded = out["SuperDex/Push-v0 make_vec(64) aggregate env steps/s, 2 worker threads"]
+    assert threaded > 0 and out["SuperDex/Push-v0 make_vec(64) aggregate env steps/s"] > 0
+    assert mochi.context.worker_threads() == 1
