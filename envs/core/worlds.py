@@ -123,8 +123,8 @@ class RobotTaskWorlds:
         (targets at the midpoint, then at ``end``), nested ``splits`` times. Only the stopped worlds are redone
         (in `_refinement_worlds`, a copy of these worlds' scene sized to them), so every world's result depends on
         that world alone and a batch pays for its stopped worlds only. Returns the substep's `physics_report`."""
-        before = self.scene.snapshot() if splits else None
         self.robot.drive(end)
+        before = self.scene.step_snapshot()  # the undo point; the halves start from it too
         record = self._guarded_step(dt, before)
         refine = np.flatnonzero(record["stopped_substeps"] > 0) if splits else ()
         if len(refine) == 0:
