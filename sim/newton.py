@@ -144,7 +144,8 @@ def _batched_solve(mats: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     leaves the singular direction alone instead of returning inf/NaN and diverging the world.
     """
     try:
-        out = np.linalg.solve(mats, rhs)[..., 0]
+        with _one_blas_thread():
+            out = np.linalg.solve(mats, rhs)[..., 0]
     except np.linalg.LinAlgError:
         out = np.full(rhs.shape[:-1], np.nan)
         for k in range(mats.shape[0]):  # rare failure path: the other systems keep their exact solves
@@ -157,6 +158,22 @@ def _batched_solve(mats: np.ndarray, rhs: np.ndarray) -> np.ndarray:
         if np.all(np.isfinite(mats[k])) and np.all(np.isfinite(rhs[k])):
             out[k] = np.linalg.lstsq(mats[k], rhs[k], rcond=None)[0][:, 0]
     return out
+
+
+def _one_blas_thread():
+    """A context in which numpy's and scipy's OpenBLAS use one thread (threadpoolctl; the controller scans the
+    loaded libraries once). OpenBLAS threads the LU of a dense coupled system (120 x 120 for 20 touching bodies),
+    and on shared cores its threads wait for busy ones: the 20-body pile at W = 1 took 1 287 ms per step with two
+    threads and 22 ms with one (docs/benchmark_history.md); the compiled Newton's LU is single-threaded too."""
+    global _BLAS_CONTROLLER
+    if _BLAS_CONTROLLER is None:
+        from threadpoolctl import ThreadpoolController
+
+        _BLAS_CONTROLLER = ThreadpoolController()
+    return _BLAS_CONTROLLER.limit(limits=1, user_api="blas")
+
+
+_BLAS_CONTROLLER = None
 
 
 def _apply(com_position, rotation, dx, lam, mask, dyn_idx=None):

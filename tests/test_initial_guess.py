@@ -94,6 +94,29 @@ def test_singular_newton_system_gets_the_minimum_norm_step():
     np.testing.assert_array_equal(out[1], np.linalg.solve(regular, rhs[1])[:, 0])
 
 
+def test_the_numpy_newtons_dense_solve_runs_on_one_blas_thread(monkeypatch):
+    """OpenBLAS threads the LU of a large dense system; on shared cores its threads wait for busy ones (the 20-body
+    pile: 1 287 -> 22 ms per step with one thread) and the threaded LU rounds differently with the core count.
+    The numpy Newton's solve limits numpy's and scipy's BLAS to one thread, and restores them after."""
+    from threadpoolctl import threadpool_info
+
+    from superdex_gym.sim import newton
+
+    real_solve = np.linalg.solve
+    seen = []
+
+    def recording_solve(a, b):
+        seen.append({lib["filepath"]: lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"})
+        return real_solve(a, b)
+
+    before = {lib["filepath"]: lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
+    monkeypatch.setattr(newton.np.linalg, "solve", recording_solve)
+    mats = np.stack([np.eye(120) * 2.0 + 0.01 * np.ones((120, 120))])
+    newton._batched_solve(mats, np.ones((1, 120, 1)))
+    assert seen and seen[0] and set(seen[0].values()) == {1}
+    assert {lib["filepath"]: lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"} == before
+
+
 def driven_body(initial_guess, abs_tol=1e-3, steps=30, second_drive=False, **drive):
     """A free 50 g box (no gravity) whose pivot, 1 cm off the CoM, is driven by a pivot-position constraint to a
     new random target every step (a teleoperated / mocap-driven body; an upright-keeping rotation drive as on the
