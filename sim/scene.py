@@ -407,12 +407,14 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
     def get_actor_translations(self, actors) -> np.ndarray:
         """Root-transform translations (W, K, 3) of ``actors`` (no quaternion conversion)."""
         rows = self._rows(actors)
-        com_local = self.get_model().bodies.com_local[rows]  # the records' com_local, in model rows
+        com_local = self.get_model().bodies.com_local.take(rows, axis=0)  # the records' com_local, in model rows
         cur = self._state.current
-        return cur.com_position[:, rows] - np.einsum("wkij,kj->wki", cur.rotation[:, rows], com_local)
+        # take: the same copies as integer indexing (C-ordered), without its Python-level indexing cost
+        return cur.com_position.take(rows, axis=1) - np.einsum("wkij,kj->wki", cur.rotation.take(rows, axis=1),
+                                                                com_local)
 
     def get_actor_rotations(self, actors) -> np.ndarray:
-        return self._state.current.rotation[:, self._rows(actors)]  # integer indexing copies
+        return self._state.current.rotation.take(self._rows(actors), axis=1)  # a copy
 
     def set_actor_poses(self, actors, translations, quaternions, worlds=None) -> None:
         """Set root transforms: translations (len(worlds), K, 3), quaternions (len(worlds), K, 4)."""
@@ -434,7 +436,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
     def get_actor_velocities(self, actors) -> tuple[np.ndarray, np.ndarray]:
         rows = self._rows(actors)
         cur = self._state.current
-        return cur.linear_velocity[:, rows], cur.angular_velocity[:, rows]  # integer indexing copies
+        return cur.linear_velocity.take(rows, axis=1), cur.angular_velocity.take(rows, axis=1)  # copies
 
     def set_actor_velocities(self, actors, linear, angular, worlds=None) -> None:
         rows = self._rows(actors)
