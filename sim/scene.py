@@ -75,6 +75,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         self._next_actor_handle = 1  # per scene: a state restores into any scene built alike
         self._store = StateStore(self)
         self._extra_potentials: list = []  # contact / constraint potentials registered by other modules
+        self._step_warnings = True  # set_step_warnings
         self._held_plan = [None]  # the step's solver path, kept while what decides it is the same (pipeline.step_plan)
         self._queries: set = set()
         self._actor_queries = ActorQueryRegistry(self)
@@ -504,7 +505,8 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
             self._actor_status = report.actor_status
             ratio, max_ratio = self._step_tunnelling_ratio(start_com, start_rot, dt)
             worst = int(np.maximum.reduce(report.status, axis=None, initial=1))
-            if worst == ConvergenceStatus.DIVERGED.value:  # as MuJoCo warns on instability: the world did not advance
+            # as MuJoCo warns on instability: the world did not advance
+            if worst == ConvergenceStatus.DIVERGED.value and self._step_warnings:
                 diverged = np.flatnonzero(report.status == ConvergenceStatus.DIVERGED.value)
                 warnings.warn(f"the Newton solve diverged in world(s) {diverged[:8].tolist()}: their dynamic actors "
                               "were put back at the step start, at rest (get_world_status(); docs/reliability.md)",
@@ -535,7 +537,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
                                         self._tunnelling[2], self._tunnelling[3])
         self._tunnelling_ratio = ratio
         max_ratio = float(np.maximum.reduce(ratio, axis=None, initial=0.0))
-        if max_ratio >= 1.0 or (max_ratio != max_ratio and np.any(ratio >= 1.0)):
+        if self._step_warnings and (max_ratio >= 1.0 or (max_ratio != max_ratio and np.any(ratio >= 1.0))):
             w = int(np.argmax(ratio))
             half = geometry["half"][which[w]]
             warnings.warn(f"a step of {dt:g} s moved a body's surface {ratio[w] * half:.3g} m (world {w}), more than "
@@ -630,6 +632,17 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
 
     def is_equal_state(self, state_a: int, state_b: int) -> bool:
         return self._store.equal(state_a, state_b)
+
+    def set_step_warnings(self, enabled: bool) -> None:
+        """Whether `step` warns (RuntimeWarning) when a world diverged or a body may have tunnelled (default True).
+        The statuses and ratios are there either way (`get_world_status`, `get_tunnelling_ratio`): the envs report
+        them per world in ``info`` and turn the warnings off, which is cheaper than filtering them every substep."""
+        if not isinstance(enabled, (bool, np.bool_)):
+            raise TypeError(f"enabled must be a bool, got {enabled!r}")
+        self._step_warnings = bool(enabled)
+
+    def get_step_warnings(self) -> bool:
+        return self._step_warnings
 
     def set_force_single_island(self, force_single_island: bool) -> None:
         """Accepted for API compatibility: every world is solved as one system here."""

@@ -84,15 +84,24 @@ def test_engine_warns_when_a_world_diverges():
     venv = gym.make_vec("SuperDex/Push-v0", num_envs=2)
     venv.reset(seed=0)
     scene = venv.worlds.scene
+    assert scene.get_step_warnings() is False  # the env reports it in info instead of warning
+    scene.set_step_warnings(True)  # the engine's default
     _diverge_world(scene, 1)
     with pytest.warns(RuntimeWarning, match=r"diverged in world\(s\) \[1\]"):
         scene.step(0.02)
     assert scene.get_world_status().tolist() == [1, 3]
+    scene.set_step_warnings(False)
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # the env reports it in info instead of warning
+        warnings.simplefilter("error")
+        _diverge_world(scene, 1)
+        scene.step(0.02)  # silent, and the status says it
+        assert scene.get_world_status().tolist() == [1, 3]
         _diverge_world(scene, 1)
         _, _, _, truncated, _ = venv.step(np.zeros((2, 4)))
     assert truncated.tolist() == [False, True]
+    with pytest.raises(TypeError, match="enabled"):
+        scene.set_step_warnings("no")
+    assert scene.get_step_warnings() is False
 
 
 def test_single_env_truncates_a_diverging_world():

@@ -9,8 +9,6 @@ solver settings, the template every reset starts from, the substep loop, the goa
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 import superdex_gym.sim as mochi
@@ -20,8 +18,6 @@ from superdex_gym.sim.validation import real_array
 from .config import WorldConfig, finite_array
 
 
-# The engine's per-step warnings the worlds report per world in info instead (one filter: it is set every substep).
-_STEP_WARNINGS = "(a step of .* moved a body|the Newton solve diverged)"
 _STOPPED = mochi.ConvergenceStatus.STOPPED.value
 _DIVERGED = mochi.ConvergenceStatus.DIVERGED.value
 
@@ -34,6 +30,7 @@ class RobotTaskWorlds:
         home = np.asarray(task.robot_home(), dtype=np.float64)
         robot.check_home(home)
         scene = mochi.create_scene(f"SuperDex {task.name}")
+        scene.set_step_warnings(False)  # a diverged or tunnelled world is reported in info and truncated instead
         config.apply(scene)
         self.scene = scene
         task.build(scene)  # the task's actors first: their order in the scene is part of the seeded trajectories
@@ -173,9 +170,7 @@ class RobotTaskWorlds:
         step's `physics_report` (status, ratio, undone); ``before``: a snapshot of the scene as it is, if the caller
         took one."""
         before = self.scene.step_snapshot() if before is None else before
-        with warnings.catch_warnings():  # reported per world in info instead
-            warnings.filterwarnings("ignore", message=_STEP_WARNINGS, category=RuntimeWarning)
-            self.scene.step(dt)
+        self.scene.step(dt)  # its warnings are off (set_step_warnings): reported per world in info instead
         status = self.scene.get_world_status()  # copies: the record owns them
         ratio = self.scene.get_tunnelling_ratio()
         lin, _ = self.scene.get_actor_velocities(self._dynamic)
