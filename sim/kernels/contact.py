@@ -295,6 +295,203 @@ def _sample_in_frame(points, s, frame, kind, p, p_bound_vector, p_bound_scalar, 
     return True, y0, y1, y2
 
 
+# Columns of a stored row's integers (``row_body``): its A body, its B body, its pair.
+_ROW_A, _ROW_B, _ROW_PAIR = 0, 1, 2
+
+
+@inner_kernel(_nrt=False)
+def _world_rows(
+        w, s_points, s_normals, s_weights, s_start, s_count, p_colliding, p_collider, p_collider_index, p_k, p_eps,
+        p_delta, p_mu, p_c_t, p_c_n, p_falloff_vel, p_max_alignment, p_use_collider_normal, p_dissipative, p_reach,
+        p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector, p_bound_scalar, p_slot, p_flip, c_kind,
+        c_center, c_half_extents, c_rotation, c_radius, c_normal, c_offset, c_grid_values, c_grid_start, c_grid_dims,
+        c_grid_min, c_grid_max, c_grid_cell, com, rot, com0, rot0, stage_dt, friction_model, fade_friction,
+        implicit_normal_force, fitted_hessian, want_hessian, row_body, rows, d2e, rd, frame, cp):
+    """World w's active rows, in row order (pair, sample): their bodies and pair into row_body (R, 3), their force,
+    levers and (with want_hessian) world Hessian into rows (R, _ROW_SIZE); returns (their count, the world's
+    contact energy). ``d2e``, ``rd`` (3, 3), ``frame`` (4, 3) and ``cp`` (_CP_SIZE,) are scratch."""
+    e_world = 0.0
+    num_rows = 0
+    for p in range(p_colliding.shape[0]):
+        a, b, cl = p_colliding[p], p_collider[p], p_collider_index[p]
+        kind = c_kind[cl]
+        if not _pair_in_reach(com, rot, w, a, b, p, cl, kind, p_sphere_center, p_sphere_radius, p_reach,
+                              p_bound_is_half, p_bound_vector, p_bound_scalar, c_center, c_rotation,
+                              c_half_extents):
+            continue
+        _pair_frame(com, rot, w, a, b, frame)
+        _collider_params(cl, kind, c_normal, c_offset, c_center, c_radius, c_rotation, c_half_extents,
+                         c_grid_start, c_grid_dims, c_grid_min, c_grid_max, c_grid_cell, cp)
+        # The pair's parameters as scalars.
+        delta, k, eps = p_delta[p], p_k[p], p_eps[p]
+        m_align, dissipative, use_collider_normal = p_max_alignment[p], p_dissipative[p], p_use_collider_normal[p]
+        mu, c_t, c_n = p_mu[p], p_c_t[p] / stage_dt, p_c_n[p] / stage_dt
+        width = p_falloff_vel[p] * stage_dt
+        s0 = s_start[a]
+        for s in range(s0, s0 + s_count[a]):
+            kept, y0, y1, y2 = _sample_in_frame(s_points, s, frame, kind, p, p_bound_vector, p_bound_scalar,
+                                                p_reach)
+            if not kept:
+                continue
+            xs0, xs1, xs2 = s_points[s, 0], s_points[s, 1], s_points[s, 2]
+            phi, gr0, gr1, gr2 = _sdf_of(kind, y0, y1, y2, True, cp, c_grid_values)
+            if not (phi < delta):
+                continue
+            # Alignment gate with the colliding normal N_A = R_B^T R_A n_A.
+            ns0, ns1, ns2 = s_normals[s, 0], s_normals[s, 1], s_normals[s, 2]
+            wn0 = (rot[w, a, 0, 0] * ns0 + rot[w, a, 0, 2] * ns2) + rot[w, a, 0, 1] * ns1
+            wn1 = (rot[w, a, 1, 0] * ns0 + rot[w, a, 1, 2] * ns2) + rot[w, a, 1, 1] * ns1
+            wn2 = (rot[w, a, 2, 0] * ns0 + rot[w, a, 2, 2] * ns2) + rot[w, a, 2, 1] * ns1
+            na0 = (rot[w, b, 0, 0] * wn0 + rot[w, b, 1, 0] * wn1) + rot[w, b, 2, 0] * wn2
+            na1 = (rot[w, b, 0, 1] * wn0 + rot[w, b, 1, 1] * wn1) + rot[w, b, 2, 1] * wn2
+            na2 = (rot[w, b, 0, 2] * wn0 + rot[w, b, 1, 2] * wn1) + rot[w, b, 2, 2] * wn2
+            cos_a = (gr0 * na0 + gr2 * na2) + gr1 * na1
+            if not (cos_a <= m_align):
+                continue
+            fade = (m_align - cos_a) / (m_align + 1.0) if (fade_friction and m_align > -1.0) else 1.0
+            # Penalty: h = poly_relu(-phi, eps, eps - delta), w = k/2 h^2, dw/dphi = -k h h'.
+            hv, h1, h2 = _poly_relu(-phi, eps, eps - delta)
+            load_pen = k * hv * h1
+            e_row = 0.5 * k * hv * hv
+            d2_phi = k * (h1 * h1 + hv * h2)
+            de0, de1, de2 = -load_pen * gr0, -load_pen * gr1, -load_pen * gr2
+            if want_hessian:
+                for i in range(3):
+                    gi = gr0 if i == 0 else (gr1 if i == 1 else gr2)
+                    d2e[i, 0] = d2_phi * (gi * gr0)
+                    d2e[i, 1] = d2_phi * (gi * gr1)
+                    d2e[i, 2] = d2_phi * (gi * gr2)
+            if dissipative:
+                # Stage-start pullback Y0 = R_B0^T (c_A0 + R_A0 X - c_B0); dp = Y - Y0.
+                q0 = com0[w, a, 0] + ((rot0[w, a, 0, 0] * xs0 + rot0[w, a, 0, 2] * xs2) + rot0[w, a, 0, 1] * xs1) \
+                    - com0[w, b, 0]
+                q1 = com0[w, a, 1] + ((rot0[w, a, 1, 0] * xs0 + rot0[w, a, 1, 2] * xs2) + rot0[w, a, 1, 1] * xs1) \
+                    - com0[w, b, 1]
+                q2 = com0[w, a, 2] + ((rot0[w, a, 2, 0] * xs0 + rot0[w, a, 2, 2] * xs2) + rot0[w, a, 2, 1] * xs1) \
+                    - com0[w, b, 2]
+                dp0 = y0 - ((rot0[w, b, 0, 0] * q0 + rot0[w, b, 1, 0] * q1) + rot0[w, b, 2, 0] * q2)
+                dp1 = y1 - ((rot0[w, b, 0, 1] * q0 + rot0[w, b, 1, 1] * q1) + rot0[w, b, 2, 1] * q2)
+                dp2 = y2 - ((rot0[w, b, 0, 2] * q0 + rot0[w, b, 1, 2] * q1) + rot0[w, b, 2, 2] * q2)
+                if implicit_normal_force:
+                    load_phi = phi
+                else:  # reconstructed stage-start distance d0 = phi - G . dp
+                    load_phi = phi - ((gr0 * dp0 + gr2 * dp2) + gr1 * dp1)
+                lv, l1, _ = _poly_relu(-load_phi, eps, eps - delta)
+                lam = fade * (k * lv * l1)
+                # Friction normal: G/|G| (or -N_A where |G| vanishes, or when the pair uses -N_A).
+                if use_collider_normal:
+                    gn = np.sqrt((gr0 * gr0 + gr1 * gr1) + gr2 * gr2)
+                    if gn < _ZERO_GRADIENT_NORM:
+                        n0, n1, n2 = -na0, -na1, -na2
+                    else:
+                        n0, n1, n2 = gr0 / gn, gr1 / gn, gr2 / gn
+                else:
+                    n0, n1, n2 = -na0, -na1, -na2
+                dp_n = (dp0 * n0 + dp2 * n2) + dp1 * n1
+                t0, t1, t2 = dp0 - dp_n * n0, dp1 - dp_n * n1, dp2 - dp_n * n2
+                slip = np.sqrt((t0 * t0 + t1 * t1) + t2 * t2)
+                f, _, f2, f1x = _smoother(friction_model, slip, width)
+                e_row += lam * (mu * f + 0.5 * c_t * slip * slip + 0.5 * c_n * dp_n * dp_n)
+                tangent = mu * f1x + c_t
+                de0 += lam * (tangent * t0 + (c_n * dp_n) * n0)
+                de1 += lam * (tangent * t1 + (c_n * dp_n) * n1)
+                de2 += lam * (tangent * t2 + (c_n * dp_n) * n2)
+                if want_hessian:
+                    exact_c = 0.0
+                    if not fitted_hessian and slip > 0.0:
+                        exact_c = lam * mu * (f2 - f1x) / (slip * slip)
+                    for i in range(3):
+                        ni = n0 if i == 0 else (n1 if i == 1 else n2)
+                        ti = t0 if i == 0 else (t1 if i == 1 else t2)
+                        for j in range(3):
+                            nj = n0 if j == 0 else (n1 if j == 1 else n2)
+                            tj = t0 if j == 0 else (t1 if j == 1 else t2)
+                            nn = ni * nj
+                            eye = 1.0 if i == j else 0.0
+                            d2e[i, j] += lam * (tangent * (eye - nn) + c_n * nn) + exact_c * (ti * tj)
+            # The row: world force g = w R_B dE, levers r = x - c_A, u = x - c_B, world Hessian H = w R_B d2E R_B^T.
+            wt = s_weights[s]
+            e_world += wt * e_row
+            row_body[num_rows, 0], row_body[num_rows, 1], row_body[num_rows, 2] = a, b, p
+            for i in range(3):
+                x = com[w, a, i] + ((rot[w, a, i, 0] * xs0 + rot[w, a, i, 2] * xs2) + rot[w, a, i, 1] * xs1)
+                rows[num_rows, _ROW_G + i] = wt * ((rot[w, b, i, 0] * de0 + rot[w, b, i, 2] * de2)
+                                                   + rot[w, b, i, 1] * de1)
+                rows[num_rows, _ROW_R + i] = x - com[w, a, i]
+                rows[num_rows, _ROW_U + i] = x - com[w, b, i]
+            if want_hessian:
+                for i in range(3):
+                    for j in range(3):
+                        rd[i, j] = (rot[w, b, i, 0] * d2e[0, j] + rot[w, b, i, 1] * d2e[1, j]) \
+                            + rot[w, b, i, 2] * d2e[2, j]
+                for i in range(3):
+                    for j in range(3):
+                        rows[num_rows, _ROW_H + 3 * i + j] = wt * ((rd[i, 0] * rot[w, b, j, 0]
+                                                                    + rd[i, 1] * rot[w, b, j, 1])
+                                                                   + rd[i, 2] * rot[w, b, j, 2])
+            num_rows += 1
+    return num_rows, e_world
+
+
+@inner_kernel(_nrt=False)
+def _scatter_gradient(w, row_body, rows, num_rows, grad_out):
+    """grad_out[w] += the rows' terms: first to every row's A body (+g, lever r), then to its B body (-g, lever u),
+    in row order, the order of assemble_rigid_contact's bincount, so that sums of several rows on one body round as
+    in the numpy oracle."""
+    for side in range(2):
+        lever = _ROW_R if side == 0 else _ROW_U
+        sign = 1.0 if side == 0 else -1.0
+        for q in range(num_rows):
+            body = row_body[q, side]
+            r0, r1, r2 = rows[q, lever], rows[q, lever + 1], rows[q, lever + 2]
+            g0, g1, g2 = sign * rows[q, _ROW_G], sign * rows[q, _ROW_G + 1], sign * rows[q, _ROW_G + 2]
+            grad_out[w, body, 0] += g0
+            grad_out[w, body, 1] += g1
+            grad_out[w, body, 2] += g2
+            grad_out[w, body, 3] += r1 * g2 - r2 * g1
+            grad_out[w, body, 4] += r2 * g0 - r0 * g2
+            grad_out[w, body, 5] += r0 * g1 - r1 * g0
+
+
+@inner_kernel(_nrt=False)
+def _scatter_hessian(w, row_body, rows, num_rows, p_slot, p_flip, hess_out, coupling_out, blk, hj):
+    """hess_out[w] += J^T H J of the rows (A bodies, then B bodies, in row order) and coupling_out[w] += the
+    coupling block J_A^T H J_B of every row whose pair has a slot (transposed for a flipped pair); returns True
+    when some row coupled two dynamic bodies. ``blk`` (1, 1, 6, 6) and ``hj`` (3, 6) are scratch."""
+    coupled = False
+    for q in range(num_rows):
+        p = row_body[q, _ROW_PAIR]
+        slot = p_slot[p]
+        if slot >= 0:
+            coupled = True
+            for i in range(6):
+                for j in range(6):
+                    blk[0, 0, i, j] = 0.0
+            _add_jt_h_j(rows, q, _ROW_R, _ROW_U, -1.0, blk, 0, 0, hj)  # H_AB = J_A^T H J_B, J_B = -J(u)
+            if p_flip[p]:
+                for i in range(6):
+                    for j in range(6):
+                        coupling_out[w, slot, i, j] += blk[0, 0, j, i]
+            else:
+                for i in range(6):
+                    for j in range(6):
+                        coupling_out[w, slot, i, j] += blk[0, 0, i, j]
+    for side in range(2):
+        lever = _ROW_R if side == 0 else _ROW_U
+        for q in range(num_rows):
+            _add_jt_h_j(rows, q, lever, lever, 1.0, hess_out, w, row_body[q, side], hj)
+    return coupled
+
+
+@inner_kernel
+def contact_max_rows(p_colliding, s_count):
+    """The most rows one world can have: every sample of every pair's colliding body."""
+    max_rows = 0
+    for p in range(p_colliding.shape[0]):
+        max_rows += s_count[p_colliding[p]]
+    return max_rows
+
+
 @kernel
 def contact_terms(
         s_points, s_normals, s_weights, s_start, s_count, p_colliding, p_collider, p_collider_index, p_k, p_eps,
@@ -305,11 +502,12 @@ def contact_terms(
         implicit_normal_force, fitted_hessian, want_hessian, energy_out, grad_out, hess_out, coupling_out):
     """Add every world's contact terms into energy_out (W,), grad_out (W, N, 6), hess_out (W, N, 6, 6) and the
     coupling blocks coupling_out (W, S, 6, 6) of the pairs' slots; returns True when some row coupled two
-    dynamic bodies (the caller then passes the blocks to the solver).
+    dynamic bodies (the caller then passes the blocks to the solver). Per world: its rows (`_world_rows`), then
+    their gradient and Hessian scattered to the bodies.
 
     Its loops read the arguments element by element into scalars, with no array views and no scratch array per
-    pair or sample: each view or array local to a loop costs reference-count updates (an atomic increment and
-    decrement each), which took a third of this kernel's time."""
+    pair or sample, and its helpers are compiled without NRT: each view, or array argument of a helper with NRT,
+    costs reference-count updates (an atomic increment and decrement each), which took a third of its time."""
     coupled = False
     d2e = np.empty((3, 3))
     rd = np.empty((3, 3))
@@ -317,163 +515,58 @@ def contact_terms(
     hj = np.empty((3, 6))
     frame = np.empty((4, 3))
     cp = np.empty(_CP_SIZE)
-    # One world's active rows, scattered after its loop: first to every row's A body, then to its B body, in
-    # row order (world, pair, sample), the order of assemble_rigid_contact's bincount, so that sums of several
-    # rows on one body round as in the numpy oracle.
-    max_rows = 0
-    for p in range(p_colliding.shape[0]):
-        max_rows += s_count[p_colliding[p]]
-    row_body = np.empty((max_rows, 2), np.int64)  # A, B
+    max_rows = contact_max_rows(p_colliding, s_count)
+    row_body = np.empty((max_rows, 3), np.int64)
     rows = np.empty((max_rows, _ROW_SIZE))
     for w in range(com.shape[0]):
-        e_world = 0.0
-        num_rows = 0
-        for p in range(p_colliding.shape[0]):
-            a, b, cl = p_colliding[p], p_collider[p], p_collider_index[p]
-            kind = c_kind[cl]
-            if not _pair_in_reach(com, rot, w, a, b, p, cl, kind, p_sphere_center, p_sphere_radius, p_reach,
-                                  p_bound_is_half, p_bound_vector, p_bound_scalar, c_center, c_rotation,
-                                  c_half_extents):
-                continue
-            _pair_frame(com, rot, w, a, b, frame)
-            _collider_params(cl, kind, c_normal, c_offset, c_center, c_radius, c_rotation, c_half_extents,
-                             c_grid_start, c_grid_dims, c_grid_min, c_grid_max, c_grid_cell, cp)
-            # The pair's parameters as scalars.
-            delta, k, eps = p_delta[p], p_k[p], p_eps[p]
-            m_align, dissipative, use_collider_normal = p_max_alignment[p], p_dissipative[p], p_use_collider_normal[p]
-            mu, c_t, c_n = p_mu[p], p_c_t[p] / stage_dt, p_c_n[p] / stage_dt
-            width, slot, flip = p_falloff_vel[p] * stage_dt, p_slot[p], p_flip[p]
-            s0 = s_start[a]
-            for s in range(s0, s0 + s_count[a]):
-                kept, y0, y1, y2 = _sample_in_frame(s_points, s, frame, kind, p, p_bound_vector, p_bound_scalar,
-                                                    p_reach)
-                if not kept:
-                    continue
-                xs0, xs1, xs2 = s_points[s, 0], s_points[s, 1], s_points[s, 2]
-                phi, gr0, gr1, gr2 = _sdf_of(kind, y0, y1, y2, True, cp, c_grid_values)
-                if not (phi < delta):
-                    continue
-                # Alignment gate with the colliding normal N_A = R_B^T R_A n_A.
-                ns0, ns1, ns2 = s_normals[s, 0], s_normals[s, 1], s_normals[s, 2]
-                wn0 = (rot[w, a, 0, 0] * ns0 + rot[w, a, 0, 2] * ns2) + rot[w, a, 0, 1] * ns1
-                wn1 = (rot[w, a, 1, 0] * ns0 + rot[w, a, 1, 2] * ns2) + rot[w, a, 1, 1] * ns1
-                wn2 = (rot[w, a, 2, 0] * ns0 + rot[w, a, 2, 2] * ns2) + rot[w, a, 2, 1] * ns1
-                na0 = (rot[w, b, 0, 0] * wn0 + rot[w, b, 1, 0] * wn1) + rot[w, b, 2, 0] * wn2
-                na1 = (rot[w, b, 0, 1] * wn0 + rot[w, b, 1, 1] * wn1) + rot[w, b, 2, 1] * wn2
-                na2 = (rot[w, b, 0, 2] * wn0 + rot[w, b, 1, 2] * wn1) + rot[w, b, 2, 2] * wn2
-                cos_a = (gr0 * na0 + gr2 * na2) + gr1 * na1
-                if not (cos_a <= m_align):
-                    continue
-                fade = (m_align - cos_a) / (m_align + 1.0) if (fade_friction and m_align > -1.0) else 1.0
-                # Penalty: h = poly_relu(-phi, eps, eps - delta), w = k/2 h^2, dw/dphi = -k h h'.
-                hv, h1, h2 = _poly_relu(-phi, eps, eps - delta)
-                load_pen = k * hv * h1
-                e_row = 0.5 * k * hv * hv
-                d2_phi = k * (h1 * h1 + hv * h2)
-                de0, de1, de2 = -load_pen * gr0, -load_pen * gr1, -load_pen * gr2
-                if want_hessian:
-                    for i in range(3):
-                        gi = gr0 if i == 0 else (gr1 if i == 1 else gr2)
-                        d2e[i, 0] = d2_phi * (gi * gr0)
-                        d2e[i, 1] = d2_phi * (gi * gr1)
-                        d2e[i, 2] = d2_phi * (gi * gr2)
-                if dissipative:
-                    # Stage-start pullback Y0 = R_B0^T (c_A0 + R_A0 X - c_B0); dp = Y - Y0.
-                    q0 = com0[w, a, 0] + ((rot0[w, a, 0, 0] * xs0 + rot0[w, a, 0, 2] * xs2) + rot0[w, a, 0, 1] * xs1) \
-                        - com0[w, b, 0]
-                    q1 = com0[w, a, 1] + ((rot0[w, a, 1, 0] * xs0 + rot0[w, a, 1, 2] * xs2) + rot0[w, a, 1, 1] * xs1) \
-                        - com0[w, b, 1]
-                    q2 = com0[w, a, 2] + ((rot0[w, a, 2, 0] * xs0 + rot0[w, a, 2, 2] * xs2) + rot0[w, a, 2, 1] * xs1) \
-                        - com0[w, b, 2]
-                    dp0 = y0 - ((rot0[w, b, 0, 0] * q0 + rot0[w, b, 1, 0] * q1) + rot0[w, b, 2, 0] * q2)
-                    dp1 = y1 - ((rot0[w, b, 0, 1] * q0 + rot0[w, b, 1, 1] * q1) + rot0[w, b, 2, 1] * q2)
-                    dp2 = y2 - ((rot0[w, b, 0, 2] * q0 + rot0[w, b, 1, 2] * q1) + rot0[w, b, 2, 2] * q2)
-                    if implicit_normal_force:
-                        load_phi = phi
-                    else:  # reconstructed stage-start distance d0 = phi - G . dp
-                        load_phi = phi - ((gr0 * dp0 + gr2 * dp2) + gr1 * dp1)
-                    lv, l1, _ = _poly_relu(-load_phi, eps, eps - delta)
-                    lam = fade * (k * lv * l1)
-                    # Friction normal: G/|G| (or -N_A where |G| vanishes, or when the pair uses -N_A).
-                    if use_collider_normal:
-                        gn = np.sqrt((gr0 * gr0 + gr1 * gr1) + gr2 * gr2)
-                        if gn < _ZERO_GRADIENT_NORM:
-                            n0, n1, n2 = -na0, -na1, -na2
-                        else:
-                            n0, n1, n2 = gr0 / gn, gr1 / gn, gr2 / gn
-                    else:
-                        n0, n1, n2 = -na0, -na1, -na2
-                    dp_n = (dp0 * n0 + dp2 * n2) + dp1 * n1
-                    t0, t1, t2 = dp0 - dp_n * n0, dp1 - dp_n * n1, dp2 - dp_n * n2
-                    slip = np.sqrt((t0 * t0 + t1 * t1) + t2 * t2)
-                    f, _, f2, f1x = _smoother(friction_model, slip, width)
-                    e_row += lam * (mu * f + 0.5 * c_t * slip * slip + 0.5 * c_n * dp_n * dp_n)
-                    tangent = mu * f1x + c_t
-                    de0 += lam * (tangent * t0 + (c_n * dp_n) * n0)
-                    de1 += lam * (tangent * t1 + (c_n * dp_n) * n1)
-                    de2 += lam * (tangent * t2 + (c_n * dp_n) * n2)
-                    if want_hessian:
-                        exact_c = 0.0
-                        if not fitted_hessian and slip > 0.0:
-                            exact_c = lam * mu * (f2 - f1x) / (slip * slip)
-                        for i in range(3):
-                            ni = n0 if i == 0 else (n1 if i == 1 else n2)
-                            ti = t0 if i == 0 else (t1 if i == 1 else t2)
-                            for j in range(3):
-                                nj = n0 if j == 0 else (n1 if j == 1 else n2)
-                                tj = t0 if j == 0 else (t1 if j == 1 else t2)
-                                nn = ni * nj
-                                eye = 1.0 if i == j else 0.0
-                                d2e[i, j] += lam * (tangent * (eye - nn) + c_n * nn) + exact_c * (ti * tj)
-                # The row: world force g = w R_B dE, levers r = x - c_A, u = x - c_B, world Hessian H = w R_B d2E R_B^T.
-                wt = s_weights[s]
-                e_world += wt * e_row
-                row_body[num_rows, 0], row_body[num_rows, 1] = a, b
-                for i in range(3):
-                    x = com[w, a, i] + ((rot[w, a, i, 0] * xs0 + rot[w, a, i, 2] * xs2) + rot[w, a, i, 1] * xs1)
-                    rows[num_rows, _ROW_G + i] = wt * ((rot[w, b, i, 0] * de0 + rot[w, b, i, 2] * de2)
-                                                       + rot[w, b, i, 1] * de1)
-                    rows[num_rows, _ROW_R + i] = x - com[w, a, i]
-                    rows[num_rows, _ROW_U + i] = x - com[w, b, i]
-                if want_hessian:
-                    for i in range(3):
-                        for j in range(3):
-                            rd[i, j] = (rot[w, b, i, 0] * d2e[0, j] + rot[w, b, i, 1] * d2e[1, j]) \
-                                + rot[w, b, i, 2] * d2e[2, j]
-                    for i in range(3):
-                        for j in range(3):
-                            rows[num_rows, _ROW_H + 3 * i + j] = wt * ((rd[i, 0] * rot[w, b, j, 0]
-                                                                        + rd[i, 1] * rot[w, b, j, 1])
-                                                                       + rd[i, 2] * rot[w, b, j, 2])
-                    if slot >= 0:
-                        coupled = True
-                        for i in range(6):
-                            for j in range(6):
-                                blk[0, 0, i, j] = 0.0
-                        _add_jt_h_j(rows, num_rows, _ROW_R, _ROW_U, -1.0, blk, 0, 0, hj)  # H_AB = J_A^T H J_B, J_B = -J(u)
-                        if flip:
-                            for i in range(6):
-                                for j in range(6):
-                                    coupling_out[w, slot, i, j] += blk[0, 0, j, i]
-                        else:
-                            for i in range(6):
-                                for j in range(6):
-                                    coupling_out[w, slot, i, j] += blk[0, 0, i, j]
-                num_rows += 1
-        for side in range(2):  # A bodies (lever r, force -g), then B bodies (lever u, force +g)
-            lever = _ROW_R if side == 0 else _ROW_U
-            sign = 1.0 if side == 0 else -1.0
-            for q in range(num_rows):
-                body = row_body[q, side]
-                r0, r1, r2 = rows[q, lever], rows[q, lever + 1], rows[q, lever + 2]
-                g0, g1, g2 = sign * rows[q, _ROW_G], sign * rows[q, _ROW_G + 1], sign * rows[q, _ROW_G + 2]
-                grad_out[w, body, 0] += g0
-                grad_out[w, body, 1] += g1
-                grad_out[w, body, 2] += g2
-                grad_out[w, body, 3] += r1 * g2 - r2 * g1
-                grad_out[w, body, 4] += r2 * g0 - r0 * g2
-                grad_out[w, body, 5] += r0 * g1 - r1 * g0
-                if want_hessian:
-                    _add_jt_h_j(rows, q, lever, lever, 1.0, hess_out, w, body, hj)
+        num_rows, e_world = _world_rows(
+            w, s_points, s_normals, s_weights, s_start, s_count, p_colliding, p_collider, p_collider_index, p_k, p_eps,
+            p_delta, p_mu, p_c_t, p_c_n, p_falloff_vel, p_max_alignment, p_use_collider_normal, p_dissipative, p_reach,
+            p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector, p_bound_scalar, p_slot, p_flip, c_kind,
+            c_center, c_half_extents, c_rotation, c_radius, c_normal, c_offset, c_grid_values, c_grid_start, c_grid_dims,
+            c_grid_min, c_grid_max, c_grid_cell, com, rot, com0, rot0, stage_dt, friction_model, fade_friction,
+            implicit_normal_force, fitted_hessian, want_hessian, row_body, rows, d2e, rd, frame, cp)
+        _scatter_gradient(w, row_body, rows, num_rows, grad_out)
+        if want_hessian and _scatter_hessian(w, row_body, rows, num_rows, p_slot, p_flip, hess_out, coupling_out,
+                                             blk, hj):
+            coupled = True
         energy_out[w] += e_world
     return coupled
+
+
+@kernel(no_cpython_wrapper=True)  # called by address from newton_stage (its C wrapper), never from Python
+def contact_rows(
+        s_points, s_normals, s_weights, s_start, s_count, p_colliding, p_collider, p_collider_index, p_k, p_eps,
+        p_delta, p_mu, p_c_t, p_c_n, p_falloff_vel, p_max_alignment, p_use_collider_normal, p_dissipative, p_reach,
+        p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector, p_bound_scalar, p_slot, p_flip, c_kind,
+        c_center, c_half_extents, c_rotation, c_radius, c_normal, c_offset, c_grid_values, c_grid_start, c_grid_dims,
+        c_grid_min, c_grid_max, c_grid_cell, com, rot, com0, rot0, stage_dt, friction_model, fade_friction,
+        implicit_normal_force, fitted_hessian, want_hessian, energy_out, grad_out, row_body, rows, num_rows):
+    """`contact_terms` of one world (leading axis 1) without the Hessian assembly: adds the energy and gradient into
+    energy_out (1,) and grad_out (1, N, 6) and leaves the world's rows in row_body (R, 3), rows (R, _ROW_SIZE)
+    (R = `contact_max_rows`) and their count in num_rows (1,), with their world Hessians when want_hessian, for
+    `contact_hessian_from_rows`. The compiled Newton assembles the Hessian only where it takes a step, not at the
+    iterate it stops on nor at a rejected line-search trial."""
+    d2e = np.empty((3, 3))
+    rd = np.empty((3, 3))
+    frame = np.empty((4, 3))
+    cp = np.empty(_CP_SIZE)
+    count, e_world = _world_rows(
+        0, s_points, s_normals, s_weights, s_start, s_count, p_colliding, p_collider, p_collider_index, p_k, p_eps,
+            p_delta, p_mu, p_c_t, p_c_n, p_falloff_vel, p_max_alignment, p_use_collider_normal, p_dissipative, p_reach,
+            p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector, p_bound_scalar, p_slot, p_flip, c_kind,
+            c_center, c_half_extents, c_rotation, c_radius, c_normal, c_offset, c_grid_values, c_grid_start, c_grid_dims,
+            c_grid_min, c_grid_max, c_grid_cell, com, rot, com0, rot0, stage_dt, friction_model, fade_friction,
+        implicit_normal_force, fitted_hessian, want_hessian, row_body, rows, d2e, rd, frame, cp)
+    _scatter_gradient(0, row_body, rows, count, grad_out)
+    energy_out[0] += e_world
+    num_rows[0] = count
+
+
+@kernel(no_cpython_wrapper=True)  # called by address from newton_stage (its C wrapper), never from Python
+def contact_hessian_from_rows(row_body, rows, num_rows, p_slot, p_flip, hess_out, coupling_out):
+    """The Hessian part of `contact_terms` from the rows `contact_rows` left (computed with want_hessian): adds into
+    hess_out (1, N, 6, 6) and coupling_out (1, S, 6, 6); returns True when some row coupled two dynamic bodies."""
+    blk = np.empty((1, 1, 6, 6))
+    hj = np.empty((3, 6))
+    return _scatter_hessian(0, row_body, rows, num_rows[0], p_slot, p_flip, hess_out, coupling_out, blk, hj)
