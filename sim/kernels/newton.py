@@ -501,12 +501,10 @@ def newton_stage(
             # Every potential's terms at the trial iterate, summed in newton.evaluate_potentials' order (core
             # potentials, then contact, then constraints), static rows zeroed. Written out here rather than as a helper
             # kernel of its own, which compiled its whole tree a second time (9 s of the cold compile).
-            _zero(e_one, g_one_f, h_one_f)
+            # The sum starts from the first potential's terms, as in evaluate_potentials: written in place.
+            _zero(e_try, g_try_f, h_try_f)
             _call_translational_inertia(addresses[_TRANSLATIONAL], mass, is_static, stage_dt, c_try, c0, v0, hessian,
-                                        e_one, g_one, h_one)
-            e_try[0] = e_one[0]  # the sum starts from the first potential's terms, as in evaluate_potentials
-            _copy(g_try_f, 0, g_one_f, 0, 6 * n)
-            _copy(h_try_f, 0, h_one_f, 0, 36 * n)
+                                        e_try, g_try, h_try)
             _zero(e_one, g_one_f, h_one_f)
             _call_rotational_inertia(addresses[_ROTATIONAL], second_moment, rot_active, stage_dt, r_try, r0, om0, s0,
                                      hessian, psd_project, e_one, g_one, h_one)
@@ -599,7 +597,6 @@ def newton_stage(
             _copy(r_f, 0, r_try_f, 0, n9)
             e_tot[0] = e_try[0]
             _copy(g_tot_f, 0, g_try_f, 0, 6 * n)
-            _copy(h_tot_f, 0, h_try_f, 0, 36 * n)
             if it == 0:
                 norm0 = _norm(g_tot_f)
             # Newton iteration ``it``: best iterate, finishing status, direction, step test, line search start.
@@ -636,7 +633,8 @@ def newton_stage(
             # The Hessian at this iterate, summed in newton.evaluate_potentials' order as the energy and gradient
             # were: (core potentials + contact) + constraints. Only here, where a step is taken: the iterate the
             # solve stops on and rejected line-search trials never need it. The contact and constraint terms of
-            # the latest evaluation (this iterate's) are still in the rows and in h_one.
+            # the latest evaluation (this iterate's) are still in h_try (the core potentials'), the rows and h_one.
+            _copy(h_tot_f, 0, h_try_f, 0, 36 * n)
             if has_contact:
                 _fill_zero(h_contact_f)
                 _fill_zero(k_tot_f)
