@@ -260,8 +260,10 @@ def _contact_rows_then_hessian(model, com, rot, com0, rot0, stage_dt, friction_m
                                energy, grad, hess, coupling, row_body, rows, num_rows):
     """One world through the compiled Newton's pair of contact kernels (kernel-only: no Python wrappers)."""
     contact_kernels.contact_rows(*model, com, rot, com0, rot0, stage_dt, friction_model, fade, implicit, fitted,
-                                 True, energy, grad, row_body, rows, num_rows)
-    return contact_kernels.contact_hessian_from_rows(row_body, rows, num_rows, model[24], model[25], hess, coupling)
+                                 True, energy, grad, row_body, rows, num_rows, np.empty((3, 3)), np.empty((3, 3)),
+                                 np.empty((4, 3)), np.empty(contact_kernels._CP_SIZE))
+    return contact_kernels.contact_hessian_from_rows(row_body, rows, num_rows, model[24], model[25], hess, coupling,
+                                                     np.empty((1, 1, 6, 6)), np.empty((3, 6)))
 
 
 @pytest.mark.parametrize("collider", ["plane", "sphere", "box", "rotated box", "grid"])

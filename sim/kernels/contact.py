@@ -534,23 +534,24 @@ def contact_terms(
     return coupled
 
 
-@kernel(no_cpython_wrapper=True)  # called by address from newton_stage (its C wrapper), never from Python
+# The two below are called by address from newton_stage (their C wrappers), never from Python, with their scratch
+# passed in, so that they allocate nothing and are compiled without NRT: with it, every call increfs and decrefs
+# each of its ~55 array arguments (measured: a fifth of a Push world's Newton time went to those).
+@kernel(no_cpython_wrapper=True, _nrt=False)
 def contact_rows(
         s_points, s_normals, s_weights, s_start, s_count, p_colliding, p_collider, p_collider_index, p_k, p_eps,
         p_delta, p_mu, p_c_t, p_c_n, p_falloff_vel, p_max_alignment, p_use_collider_normal, p_dissipative, p_reach,
         p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector, p_bound_scalar, p_slot, p_flip, c_kind,
         c_center, c_half_extents, c_rotation, c_radius, c_normal, c_offset, c_grid_values, c_grid_start, c_grid_dims,
         c_grid_min, c_grid_max, c_grid_cell, com, rot, com0, rot0, stage_dt, friction_model, fade_friction,
-        implicit_normal_force, fitted_hessian, want_hessian, energy_out, grad_out, row_body, rows, num_rows):
+        implicit_normal_force, fitted_hessian, want_hessian, energy_out, grad_out, row_body, rows, num_rows, d2e, rd,
+        frame, cp):
     """`contact_terms` of one world (leading axis 1) without the Hessian assembly: adds the energy and gradient into
     energy_out (1,) and grad_out (1, N, 6) and leaves the world's rows in row_body (R, 3), rows (R, _ROW_SIZE)
     (R = `contact_max_rows`) and their count in num_rows (1,), with their world Hessians when want_hessian, for
     `contact_hessian_from_rows`. The compiled Newton assembles the Hessian only where it takes a step, not at the
-    iterate it stops on nor at a rejected line-search trial."""
-    d2e = np.empty((3, 3))
-    rd = np.empty((3, 3))
-    frame = np.empty((4, 3))
-    cp = np.empty(_CP_SIZE)
+    iterate it stops on nor at a rejected line-search trial. ``d2e``, ``rd`` (3, 3), ``frame`` (4, 3) and ``cp``
+    (_CP_SIZE,) are scratch."""
     count, e_world = _world_rows(
         0, s_points, s_normals, s_weights, s_start, s_count, p_colliding, p_collider, p_collider_index, p_k, p_eps,
             p_delta, p_mu, p_c_t, p_c_n, p_falloff_vel, p_max_alignment, p_use_collider_normal, p_dissipative, p_reach,
@@ -563,10 +564,9 @@ def contact_rows(
     num_rows[0] = count
 
 
-@kernel(no_cpython_wrapper=True)  # called by address from newton_stage (its C wrapper), never from Python
-def contact_hessian_from_rows(row_body, rows, num_rows, p_slot, p_flip, hess_out, coupling_out):
+@kernel(no_cpython_wrapper=True, _nrt=False)
+def contact_hessian_from_rows(row_body, rows, num_rows, p_slot, p_flip, hess_out, coupling_out, blk, hj):
     """The Hessian part of `contact_terms` from the rows `contact_rows` left (computed with want_hessian): adds into
-    hess_out (1, N, 6, 6) and coupling_out (1, S, 6, 6); returns True when some row coupled two dynamic bodies."""
-    blk = np.empty((1, 1, 6, 6))
-    hj = np.empty((3, 6))
+    hess_out (1, N, 6, 6) and coupling_out (1, S, 6, 6); returns True when some row coupled two dynamic bodies.
+    ``blk`` (1, 1, 6, 6) and ``hj`` (3, 6) are scratch."""
     return _scatter_hessian(0, row_body, rows, num_rows[0], p_slot, p_flip, hess_out, coupling_out, blk, hj)

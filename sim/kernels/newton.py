@@ -29,7 +29,7 @@ from numba import types
 
 from ..jit import address_call, compile_in_processes, in_disk_cache, inner_kernel, kernel, wrapper_address
 from .constraints import one_actor_compliance, point_pivot_values, rotation_pivot_values
-from .contact import contact_hessian_from_rows, contact_max_rows, contact_rows
+from .contact import _CP_SIZE, contact_hessian_from_rows, contact_max_rows, contact_rows
 from .inertia import gravity, rotational_inertia, translational_inertia
 from .loads import dof_loads, newton_euler_inertia, offset_forces
 
@@ -294,8 +294,9 @@ _BY_ADDRESS = (  # (kernel, signature), in the order of callee_addresses
     (gravity, types.none(_F1, _B1, _B1, _F2, _F3, _F1, _F3)),
     (dof_loads, types.none(_B1, _F3, _F3, _F4, _F4, _F1, _F3)),
     (offset_forces, types.none(_B1, _F4, _F3, _F3, _F4, _b, _b, *_TERMS)),
-    (contact_rows, types.none(*_CONTACT_MODEL, _F3, _F4, _F3, _F4, _f8, _i8, _b, _b, _b, _b, _F1, _F3, _I2, _F2, _I1)),
-    (contact_hessian_from_rows, _b(_I2, _F2, _I1, _I1, _B1, _F4, _F4)),
+    (contact_rows, types.none(*_CONTACT_MODEL, _F3, _F4, _F3, _F4, _f8, _i8, _b, _b, _b, _b, _F1, _F3, _I2, _F2, _I1,
+                              _F2, _F2, _F2, _F1)),
+    (contact_hessian_from_rows, _b(_I2, _F2, _I1, _I1, _B1, _F4, _F4, _F4, _F2)),
     (point_pivot_values, types.none(_F3, _F4, _I1, _I1, _F2, _F3, _b, _F3, _F4)),
     (rotation_pivot_values, types.none(_F4, _I1, _I1, _F3, _F4, _b, _F3, _F4)),
     (one_actor_compliance, types.none(_F3, _F3, _F4, _I1, _F1, _F1, _F1, _b, _b, *_TERMS)),
@@ -418,6 +419,8 @@ def newton_stage(
     row_body = np.empty((max_rows, 3), np.int64)
     contact_rows_buf = np.empty((max_rows, 18))
     num_rows = np.zeros(1, np.int64)
+    contact_scratch = (np.empty((3, 3)), np.empty((3, 3)), np.empty((4, 3)), np.empty(_CP_SIZE))
+    hessian_scratch = (np.empty((1, 1, 6, 6)), np.empty((3, 6)))
     best_c = np.empty((n, 3))
     best_r = np.empty((n, 3, 3))
     best_g = np.empty((n, 6))
@@ -540,7 +543,7 @@ def newton_stage(
                     p_bound_vector, p_bound_scalar, p_slot, p_flip, c_kind, c_center, c_half_extents, c_rotation,
                     c_radius, c_normal, c_offset, c_grid_values, c_grid_start, c_grid_dims, c_grid_min, c_grid_max,
                     c_grid_cell, c_try, r_try, c0, r0, stage_dt, friction_model, fade_friction, implicit_normal_force,
-                    fitted_hessian, hessian, e_one, g_one, row_body, contact_rows_buf, num_rows)
+                    fitted_hessian, hessian, e_one, g_one, row_body, contact_rows_buf, num_rows, *contact_scratch)
                 e_try[0] = e_try[0] + e_one[0]
                 _accumulate(g_try_f, g_one_f)
             if has_constraints:
@@ -639,7 +642,7 @@ def newton_stage(
                 _fill_zero(h_contact_f)
                 _fill_zero(k_tot_f)
                 _call_contact_hessian(addresses[_CONTACT_HESSIAN], row_body, contact_rows_buf, num_rows, p_slot,
-                                      p_flip, h_contact, k_tot)
+                                      p_flip, h_contact, k_tot, *hessian_scratch)
                 _accumulate(h_tot_f, h_contact_f)
             if has_constraints:
                 _accumulate(h_tot_f, h_one_f)
