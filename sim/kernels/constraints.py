@@ -45,9 +45,12 @@ def point_pivot_values(com, rot, actors, world_rows, arm_local, target, with_jac
         tw = world_rows[w]
         for c in range(actors.shape[0]):
             n = actors[c]
-            a0 = rot[w, n, 0, 0] * arm_local[c, 0] + rot[w, n, 0, 1] * arm_local[c, 1] + rot[w, n, 0, 2] * arm_local[c, 2]
-            a1 = rot[w, n, 1, 0] * arm_local[c, 0] + rot[w, n, 1, 1] * arm_local[c, 1] + rot[w, n, 1, 2] * arm_local[c, 2]
-            a2 = rot[w, n, 2, 0] * arm_local[c, 0] + rot[w, n, 2, 1] * arm_local[c, 1] + rot[w, n, 2, 2] * arm_local[c, 2]
+            a0 = rot[w, n, 0, 0] * arm_local[c, 0] + rot[w, n, 0, 1] * arm_local[c, 1] \
+                + rot[w, n, 0, 2] * arm_local[c, 2]
+            a1 = rot[w, n, 1, 0] * arm_local[c, 0] + rot[w, n, 1, 1] * arm_local[c, 1] \
+                + rot[w, n, 1, 2] * arm_local[c, 2]
+            a2 = rot[w, n, 2, 0] * arm_local[c, 0] + rot[w, n, 2, 1] * arm_local[c, 1] \
+                + rot[w, n, 2, 2] * arm_local[c, 2]
             g_out[w, c, 0] = com[w, n, 0] + a0 - target[tw, c, 0]
             g_out[w, c, 1] = com[w, n, 1] + a1 - target[tw, c, 1]
             g_out[w, c, 2] = com[w, n, 2] + a2 - target[tw, c, 2]

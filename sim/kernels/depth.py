@@ -1,5 +1,5 @@
 """Each body's deepest contact sample at a pose, as one kernel (`ContactPotential.penetration_depth`, the numpy
-oracle): the contact kernel's broad phase and collider SDFs (sim/kernels/contact.py), distances only.
+oracle): the contact kernels' broad phase and collider SDFs (sim/kernels/contact_geometry.py), distances only.
 
 The Newton start ``CONSTANT_VELOCITY_AND_TARGETS_OUTSIDE`` asks it once per stage (twice where a body goes deep),
 which in numpy cost as much as a third of a grasping step.
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import kernel
-from .contact import _CP_SIZE, _collider_params, _pair_frame, _pair_in_reach, _sample_in_frame, _sdf_of
+from .contact_geometry import _CP_SIZE, _collider_params, _pair_frame, _pair_in_reach, _sample_in_frame, _sdf_of
 
 
 @kernel
