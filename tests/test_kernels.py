@@ -17,6 +17,7 @@ import pytest
 
 from superdex_gym.sim import lie
 from superdex_gym.sim.jit import kernel_array
+from superdex_gym.sim.kernels import contact as contact_kernels
 from superdex_gym.sim.model import compile_bodies
 from superdex_gym.sim.potentials.base import StageContext
 from superdex_gym.sim.potentials.external import DofLoads, Gravity, OffsetForces
@@ -114,7 +115,8 @@ def test_kernels_compile_from_a_cold_cache(tmp_path):
     velocity, g = map(float, lines[1].split())
     assert velocity == pytest.approx(g * 0.01, rel=1e-12)  # one backward-Euler step of free fall: v = g dt
     cached = {p.name.split("-")[0] for p in (tmp_path / "cache").rglob("*.nbi")}  # "<module>.<kernel>-<line>..."
-    entry_points = ["newton.newton_stage", "newton._newton_direction", "contact.contact_terms", "depth.contact_depth",
+    entry_points = ["newton.newton_stage", "newton._newton_direction", "contact.contact_rows",
+                    "contact.contact_hessian_from_rows", "depth.contact_depth",
                     "constraints.point_pivot_values", "constraints.rotation_pivot_values",
                     "constraints.one_actor_compliance", "inertia.translational_inertia", "inertia.rotational_inertia",
                     "inertia.gravity", "loads.dof_loads", "loads.offset_forces", "loads.newton_euler_inertia",
@@ -251,6 +253,63 @@ def test_contact_kernel_equals_numpy_oracle(collider, static_collider, mode):
         if want_hessian:
             assert len(got.couplings) == len(ref.couplings) == (0 if static_collider else 1)
             assert_close(dense_hessian(got), dense_hessian(ref))
+
+
+@numba.njit(cache=True)
+def _contact_rows_then_hessian(model, com, rot, com0, rot0, stage_dt, friction_model, fade, implicit, fitted,
+                               energy, grad, hess, coupling, row_body, rows, num_rows):
+    """One world through the compiled Newton's pair of contact kernels (kernel-only: no Python wrappers)."""
+    contact_kernels.contact_rows(*model, com, rot, com0, rot0, stage_dt, friction_model, fade, implicit, fitted,
+                                 True, energy, grad, row_body, rows, num_rows, np.empty((3, 3)), np.empty((3, 3)),
+                                 np.empty((4, 3)), np.empty(contact_kernels._CP_SIZE))
+    return contact_kernels.contact_hessian_from_rows(row_body, rows, num_rows, model[24], model[25], hess, coupling,
+                                                     np.empty((1, 1, 6, 6)), np.empty((3, 6)))
+
+
+@pytest.mark.parametrize("collider", ["plane", "sphere", "box", "rotated box", "grid"])
+@pytest.mark.parametrize("static_collider", [True, False], ids=["static", "dynamic"])
+@pytest.mark.parametrize("mode", ["default", "implicit load", "cinf", "exact coulomb"])
+def test_contact_rows_and_hessian_from_rows_equal_contact_terms_bit_for_bit(collider, static_collider, mode):
+    """The compiled Newton's contact evaluation, `contact_rows` (energy, gradient, rows) and later
+    `contact_hessian_from_rows` (Hessian and coupling blocks assembled from those rows), world by world, against
+    `contact_terms` over all worlds: the same numbers to the bit, coupling blocks and the coupled flag included."""
+    from test_contact_potential import FRICTION, two_body_setup
+    from superdex_gym.sim.contact.params import ContactEvalConfig
+    from superdex_gym.sim.contact.potential import _FRICTION_MODEL_CODE
+
+    config = {
+        "default": ContactEvalConfig(), "implicit load": ContactEvalConfig(implicit_normal_force_for_dissipation=True),
+        "cinf": ContactEvalConfig(friction_model="CINF_REGULARIZED"),
+        "exact coulomb": ContactEvalConfig(fitted_friction_hessian=False),
+    }[mode]
+    pot, ctx, com, rot = two_body_setup(_contact_cases()[collider], FRICTION, static_collider,
+                                        np.random.default_rng(4), config=config, gap=-0.01, stage_motion=2e-3,
+                                        worlds=4)
+    assert pot.uses_kernel
+    com[3, 0, 1] += 5.0  # world 3: far above, no contact
+    model = (*pot._kernel_samples, *pot._kernel_pairs, *pot._kernel_colliders)
+    com, rot = kernel_array(com), kernel_array(rot)
+    com0, rot0 = kernel_array(ctx.com_position0), kernel_array(ctx.rotation0)
+    settings = (float(ctx.stage_dt), _FRICTION_MODEL_CODE[config.friction_model], bool(config.fade_friction),
+                bool(config.implicit_normal_force_for_dissipation), bool(config.fitted_friction_hessian))
+    num_worlds, num_bodies = com.shape[:2]
+    num_slots = max(int(pot._kernel_pairs.slot.max()) + 1, 0)
+    ref = (np.zeros(num_worlds), np.zeros((num_worlds, num_bodies, 6)), np.zeros((num_worlds, num_bodies, 6, 6)),
+           np.zeros((num_worlds, num_slots, 6, 6)))
+    ref_coupled = contact_kernels.contact_terms(*model, com, rot, com0, rot0, *settings, True, *ref)
+    max_rows = int(pot._kernel_samples.count[pot._kernel_pairs.colliding].sum())  # contact_max_rows
+    for w in range(num_worlds):
+        got = tuple(np.zeros((1,) + a.shape[1:]) for a in ref)
+        row_body, rows, num_rows = np.empty((max_rows, 3), np.int64), np.empty((max_rows, 18)), np.zeros(1, np.int64)
+        world = slice(w, w + 1)
+        coupled = _contact_rows_then_hessian(model, com[world], rot[world], com0[world], rot0[world], *settings, *got,
+                                             row_body, rows, num_rows)
+        assert (num_rows[0] > 0) == (w != 3)
+        for g, r in zip(got, ref):
+            np.testing.assert_array_equal(g[0], r[w])
+        assert coupled == (ref_coupled and w != 3 and not static_collider)
+    assert np.all(ref[0][:3] > 0) and np.linalg.norm(ref[1][:3]) > 0 and np.linalg.norm(ref[2][:3]) > 0
+    assert (np.linalg.norm(ref[3]) > 0) == (not static_collider)
 
 
 def test_contact_configurations_outside_the_kernel_take_the_numpy_path_by_construction():

@@ -36,30 +36,36 @@ def log_inverse_jacobian(phi, out):
     out[2, 2] = 1.0 + beta * (z * z - t2)
 
 
-@kernel
+# The kernels below allocate nothing and are compiled without NRT: with it, each call increfs and decrefs every
+# array argument, which cost more than these kernels' arithmetic when the compiled Newton calls them per world.
+@kernel(_nrt=False)
 def point_pivot_values(com, rot, actors, world_rows, arm_local, target, with_jacobian, g_out, jac_out):
     """RigidPivotPosition: g = c + R r - p_hat, J = [1, -skew(R r)] (r = x_local - com_local, (C, 3))."""
     for w in range(com.shape[0]):
         tw = world_rows[w]
         for c in range(actors.shape[0]):
             n = actors[c]
-            a = np.empty(3)
-            for i in range(3):
-                a[i] = rot[w, n, i, 0] * arm_local[c, 0] + rot[w, n, i, 1] * arm_local[c, 1] \
-                    + rot[w, n, i, 2] * arm_local[c, 2]
-                g_out[w, c, i] = com[w, n, i] + a[i] - target[tw, c, i]
+            a0 = rot[w, n, 0, 0] * arm_local[c, 0] + rot[w, n, 0, 1] * arm_local[c, 1] \
+                + rot[w, n, 0, 2] * arm_local[c, 2]
+            a1 = rot[w, n, 1, 0] * arm_local[c, 0] + rot[w, n, 1, 1] * arm_local[c, 1] \
+                + rot[w, n, 1, 2] * arm_local[c, 2]
+            a2 = rot[w, n, 2, 0] * arm_local[c, 0] + rot[w, n, 2, 1] * arm_local[c, 1] \
+                + rot[w, n, 2, 2] * arm_local[c, 2]
+            g_out[w, c, 0] = com[w, n, 0] + a0 - target[tw, c, 0]
+            g_out[w, c, 1] = com[w, n, 1] + a1 - target[tw, c, 1]
+            g_out[w, c, 2] = com[w, n, 2] + a2 - target[tw, c, 2]
             if with_jacobian:
                 for i in range(3):
                     for j in range(6):
                         jac_out[w, c, i, j] = 0.0
                     jac_out[w, c, i, i] = 1.0
                 # -skew(a) = [[0, a2, -a1], [-a2, 0, a0], [a1, -a0, 0]]
-                jac_out[w, c, 0, 4] = a[2]
-                jac_out[w, c, 0, 5] = -a[1]
-                jac_out[w, c, 1, 3] = -a[2]
-                jac_out[w, c, 1, 5] = a[0]
-                jac_out[w, c, 2, 3] = a[1]
-                jac_out[w, c, 2, 4] = -a[0]
+                jac_out[w, c, 0, 4] = a2
+                jac_out[w, c, 0, 5] = -a1
+                jac_out[w, c, 1, 3] = -a2
+                jac_out[w, c, 1, 5] = a0
+                jac_out[w, c, 2, 3] = a1
+                jac_out[w, c, 2, 4] = -a0
 
 
 @kernel
@@ -92,13 +98,12 @@ def rotation_pivot_values(rot, actors, world_rows, local_rotation, target, with_
                         jac_out[w, c, i, 3 + j] = jinv[i, j]
 
 
-@kernel
+@kernel(_nrt=False)
 def one_actor_compliance(g, g_old, jac, actors, stiffness, damping_over_dt, saturation, damped, want_hessian,
                          energy_out, grad_out, hess_out):
     """Add Phi = U(g) + d/(2 dt) |g - g_old|^2 of every constraint into energy_out (W,), grad_out (W, N, 6) and
     the Gauss-Newton Hessian (kappa + d/dt) J^T J into hess_out (W, N, 6, 6) (module docstring of base.py):
     U = k/2 |g|^2, or k gbar rho(|g|) with the IPCstepC1 ramp of width gbar when saturation gbar > 0."""
-    lam = np.empty(3)
     for w in range(g.shape[0]):
         e = 0.0
         for c in range(actors.shape[0]):
@@ -128,13 +133,14 @@ def one_actor_compliance(g, g_old, jac, actors, stiffness, damping_over_dt, satu
                 elastic = 0.5 * k * norm2
                 kappa = k
             e += (elastic + dissipation) if finite else np.nan
-            for i in range(3):
-                lam[i] = kappa * g[w, c, i]
-                if damped:
-                    lam[i] += d * (g[w, c, i] - g_old[w, c, i])
+            lam0, lam1, lam2 = kappa * g[w, c, 0], kappa * g[w, c, 1], kappa * g[w, c, 2]
+            if damped:
+                lam0 += d * (g[w, c, 0] - g_old[w, c, 0])
+                lam1 += d * (g[w, c, 1] - g_old[w, c, 1])
+                lam2 += d * (g[w, c, 2] - g_old[w, c, 2])
             n = actors[c]
             for j in range(6):
-                grad_out[w, n, j] += jac[w, c, 0, j] * lam[0] + jac[w, c, 1, j] * lam[1] + jac[w, c, 2, j] * lam[2]
+                grad_out[w, n, j] += jac[w, c, 0, j] * lam0 + jac[w, c, 1, j] * lam1 + jac[w, c, 2, j] * lam2
             if want_hessian:
                 s = kappa + d
                 for i in range(6):

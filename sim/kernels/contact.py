@@ -1,4 +1,4 @@
-"""The contact potential as one kernel: broad phase, analytic collider SDFs (plane, sphere, box), alignment gate,
+"""The contact potential as one kernel: broad phase and collider SDFs (kernels/contact_geometry.py), alignment gate,
 penalty, dissipation and rigid assembly, looping worlds x pairs x samples (sim/contact/potential.py,
 penalty.py, friction.py and rigid_assembly.py hold the formulas and the numpy oracle, `ContactPotential._rows`).
 
@@ -22,8 +22,9 @@ import math
 import numpy as np
 
 from ..jit import inner_kernel, kernel
+from .contact_geometry import (  # noqa: F401  (the collider kinds: potential.py reads them here)
+    _CP_SIZE, BOX, GRID, PLANE, SPHERE, _collider_params, _pair_frame, _pair_in_reach, _sample_in_frame, _sdf_of)
 
-PLANE, SPHERE, BOX, GRID = 0, 1, 2, 3
 C1_REGULARIZED, CINF_REGULARIZED = 0, 1
 _ZERO_GRADIENT_NORM = 1e-9  # friction._ZERO_GRADIENT_NORM
 _CINF_MIN_EPS = np.finfo(np.float64).eps  # ramp._CINF_MIN_EPS
@@ -46,102 +47,7 @@ ContactColliderArrays = namedtuple(
     "grid_cell")
 
 
-@inner_kernel
-def _grid_axis(y, lo, hi, cell, n):
-    """Per axis: (clamped - y offset outside the box, cell index, local coordinate in [0, 1])."""
-    clamped = min(max(y, lo), hi)
-    u = (clamped - lo) / cell
-    base = min(max(np.int64(np.floor(u)), 0), n - 2)
-    return y - clamped, base, min(max(u - base, 0.0), 1.0)
-
-
-@inner_kernel
-def _grid_sdf(y, grad, v, start, dims, lo, hi, cell):
-    """`GridSdfCollider.evaluate`: trilinear value (+ the distance to the grid box outside it) and the gradient
-    of the interpolant, the outward unit vector on the axes where the point lies outside the box (scalars only:
-    per-call arrays cost more than the arithmetic here)."""
-    o0, b0, t0 = _grid_axis(y[0], lo[0], hi[0], cell[0], dims[0])
-    o1, b1, t1 = _grid_axis(y[1], lo[1], hi[1], cell[1], dims[1])
-    o2, b2, t2 = _grid_axis(y[2], lo[2], hi[2], cell[2], dims[2])
-    out_dist = np.sqrt((o0 * o0 + o1 * o1) + o2 * o2)
-    ny, nz = dims[1], dims[2]
-    i0 = start + (b0 * ny + b1) * nz + b2
-    sx = ny * nz  # corner (a, b, c) at i0 + a sx + b nz + c
-    c000, c001, c010, c011 = v[i0], v[i0 + 1], v[i0 + nz], v[i0 + nz + 1]
-    c100, c101, c110, c111 = v[i0 + sx], v[i0 + sx + 1], v[i0 + sx + nz], v[i0 + sx + nz + 1]
-    # Successive lerps in x, y, z (v0 + (v1 - v0) s); a derivative replaces a lerp by a difference / cell.
-    cx00, cx01 = c000 + (c100 - c000) * t0, c001 + (c101 - c001) * t0
-    cx10, cx11 = c010 + (c110 - c010) * t0, c011 + (c111 - c011) * t0
-    d00, d01 = (c100 - c000) / cell[0], (c101 - c001) / cell[0]
-    d10, d11 = (c110 - c010) / cell[0], (c111 - c011) / cell[0]
-    cxy0 = cx00 + (cx10 - cx00) * t1
-    cxy1 = cx01 + (cx11 - cx01) * t1
-    value = cxy0 + (cxy1 - cxy0) * t2
-    gx0 = d00 + (d10 - d00) * t1
-    gx1 = d01 + (d11 - d01) * t1
-    dy0 = (cx10 - cx00) / cell[1]
-    dy1 = (cx11 - cx01) / cell[1]
-    grad[0] = gx0 + (gx1 - gx0) * t2
-    grad[1] = dy0 + (dy1 - dy0) * t2
-    grad[2] = (cxy1 - cxy0) / cell[2]
-    safe = out_dist if out_dist > 0.0 else 1.0
-    if o0 != 0.0:
-        grad[0] = o0 / safe
-    if o1 != 0.0:
-        grad[1] = o1 / safe
-    if o2 != 0.0:
-        grad[2] = o2 / safe
-    return value + out_dist
-
-
-@inner_kernel
-def _sdf_of(kind, y, grad, want_grad, n, offset, c, radius, rot, e, g_values, g_start, g_dims, g_min, g_max, g_cell):
-    """phi of one collider at the collider-frame point y (3,), its raw gradient into ``grad`` when asked; the
-    parameters of every kind are passed, the kind picks what it reads."""
-    if kind == GRID:
-        return _grid_sdf(y, grad, g_values, g_start, g_dims, g_min, g_max, g_cell)
-    if kind == PLANE:
-        phi = (y[0] * n[0] + y[1] * n[1]) + y[2] * n[2] - offset
-        if want_grad:
-            grad[0], grad[1], grad[2] = n[0], n[1], n[2]
-        return phi
-    if kind == SPHERE:
-        d0, d1, d2 = y[0] - c[0], y[1] - c[1], y[2] - c[2]
-        dist = np.sqrt((d0 * d0 + d1 * d1) + d2 * d2)
-        if want_grad:
-            if dist <= 0.0:
-                grad[0], grad[1], grad[2] = 0.0, 1.0, 0.0
-            else:
-                grad[0], grad[1], grad[2] = d0 / dist, d1 / dist, d2 / dist
-        return dist - radius
-    # BOX: local_j = sum_i d_i R_ij; q = |local| - e; phi = |max(q, 0)| + min(max_j q_j, 0)
-    d0, d1, d2 = y[0] - c[0], y[1] - c[1], y[2] - c[2]
-    l0 = (d0 * rot[0, 0] + d1 * rot[1, 0]) + d2 * rot[2, 0]
-    l1 = (d0 * rot[0, 1] + d1 * rot[1, 1]) + d2 * rot[2, 1]
-    l2 = (d0 * rot[0, 2] + d1 * rot[1, 2]) + d2 * rot[2, 2]
-    q0, q1, q2 = abs(l0) - e[0], abs(l1) - e[1], abs(l2) - e[2]
-    p0, p1, p2 = max(q0, 0.0), max(q1, 0.0), max(q2, 0.0)
-    out = np.sqrt((p0 * p0 + p1 * p1) + p2 * p2)
-    q_max = max(max(q0, q1), q2)
-    phi = out + min(q_max, 0.0)
-    if want_grad:
-        if out > 0.0:
-            g0, g1, g2 = p0 / out, p1 / out, p2 / out
-        elif q0 >= q_max:  # inside: the nearest face, the first axis on a tie
-            g0, g1, g2 = 1.0, 0.0, 0.0
-        elif q1 >= q_max:
-            g0, g1, g2 = 0.0, 1.0, 0.0
-        else:
-            g0, g1, g2 = 0.0, 0.0, 1.0
-        g0 = -g0 if l0 < 0.0 else g0
-        g1 = -g1 if l1 < 0.0 else g1
-        g2 = -g2 if l2 < 0.0 else g2
-        for i in range(3):
-            grad[i] = (rot[i, 0] * g0 + rot[i, 1] * g1) + rot[i, 2] * g2
-    return phi
-
-
-@inner_kernel
+@inner_kernel(_nrt=False)
 def _poly_relu(x, t, shift):
     """(h, h', h'') of ramp.poly_relu."""
     y = x - shift
@@ -157,7 +63,7 @@ def _poly_relu(x, t, shift):
     return max(0.0, value), min(max(d1, 0.0), 1.0), max(0.0, d2)
 
 
-@inner_kernel
+@inner_kernel(_nrt=False)
 def _smoother(model, x, t):
     """(f, f', f'', f'/x) of ramp.step_c1 / ramp.step_cinf."""
     if model == C1_REGULARIZED:
@@ -174,67 +80,237 @@ def _smoother(model, x, t):
     return s - 0.5 * eps, x * inv_s, quarter * inv_s * inv_s * inv_s, inv_s
 
 
-@inner_kernel
-def _add_jt_h_j(h, lever_a, lever_b, scale, out, work):
-    """out += scale * J(lever_a)^T h J(lever_b), J(v) = [1, -skew(v)] (3 x 6); ``work`` (3, 3, 6) scratch."""
-    ja, jb, hj = work[0], work[1], work[2]
-    for j, v in ((ja, lever_a), (jb, lever_b)):
-        for i in range(3):
-            for k in range(3):
-                j[i, k] = 1.0 if i == k else 0.0
-        j[0, 3], j[0, 4], j[0, 5] = 0.0, v[2], -v[1]
-        j[1, 3], j[1, 4], j[1, 5] = -v[2], 0.0, v[0]
-        j[2, 3], j[2, 4], j[2, 5] = v[1], -v[0], 0.0
-    for i in range(3):
-        for k in range(6):
-            hj[i, k] = h[i, 0] * jb[0, k] + h[i, 1] * jb[1, k] + h[i, 2] * jb[2, k]
-    for m in range(6):
-        for k in range(6):
-            out[m, k] += scale * (ja[0, m] * hj[0, k] + ja[1, m] * hj[1, k] + ja[2, m] * hj[2, k])
+# Columns of a stored row (contact_terms' ``rows``): the row's world force g, its levers r = x - c_A and
+# u = x - c_B, and its world Hessian H (3 x 3, row-major).
+_ROW_G, _ROW_R, _ROW_U, _ROW_H, _ROW_SIZE = 0, 3, 6, 9, 18
+
+
+@inner_kernel(_nrt=False)
+def _add_jt_h_j(rows, q, lever_a, lever_b, scale, out, i0, i1, hj):
+    """out[i0, i1] += scale * J(a)^T H J(b), J(v) = [1, -skew(v)] (3 x 6), for the stored row ``q``: H its Hessian,
+    a and b its levers at columns ``lever_a``, ``lever_b`` (_ROW_R or _ROW_U); ``hj`` (3, 6) scratch.
+
+    Written on J's structure: the full 3-term sums of the 3 x 6 products without the terms of J's zero entries
+    and the multiplications by its unit entries, so each entry rounds as the full products do (a dropped term is
+    an exact zero; only the sign of an exact-zero entry could differ, and the sums into the zero-started outputs
+    make it +0)."""
+    a0, a1, a2 = rows[q, lever_a], rows[q, lever_a + 1], rows[q, lever_a + 2]
+    b0, b1, b2 = rows[q, lever_b], rows[q, lever_b + 1], rows[q, lever_b + 2]
+    for i in range(3):  # H J(b): H, then H times the columns of -skew(b): (0, -b2, b1), (b2, 0, -b0), (-b1, b0, 0)
+        h0, h1, h2 = rows[q, _ROW_H + 3 * i], rows[q, _ROW_H + 3 * i + 1], rows[q, _ROW_H + 3 * i + 2]
+        hj[i, 0], hj[i, 1], hj[i, 2] = h0, h1, h2
+        hj[i, 3] = h1 * -b2 + h2 * b1
+        hj[i, 4] = h0 * b2 + h2 * -b0
+        hj[i, 5] = h0 * -b1 + h1 * b0
+    for k in range(6):  # J(a)^T (H J(b)): the rows of 1, then of -skew(a)^T
+        x0, x1, x2 = hj[0, k], hj[1, k], hj[2, k]
+        out[i0, i1, 0, k] += scale * x0
+        out[i0, i1, 1, k] += scale * x1
+        out[i0, i1, 2, k] += scale * x2
+        out[i0, i1, 3, k] += scale * (-a2 * x1 + a1 * x2)
+        out[i0, i1, 4, k] += scale * (a2 * x0 + -a0 * x2)
+        out[i0, i1, 5, k] += scale * (-a1 * x0 + a0 * x1)
+
+
+# Columns of a stored row's integers (``row_body``): its A body, its B body, its pair.
+_ROW_A, _ROW_B, _ROW_PAIR = 0, 1, 2
+
+
+@inner_kernel(_nrt=False)
+def _world_rows(
+        w, s_points, s_normals, s_weights, s_start, s_count, p_colliding, p_collider, p_collider_index, p_k, p_eps,
+        p_delta, p_mu, p_c_t, p_c_n, p_falloff_vel, p_max_alignment, p_use_collider_normal, p_dissipative, p_reach,
+        p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector, p_bound_scalar, p_slot, p_flip, c_kind,
+        c_center, c_half_extents, c_rotation, c_radius, c_normal, c_offset, c_grid_values, c_grid_start, c_grid_dims,
+        c_grid_min, c_grid_max, c_grid_cell, com, rot, com0, rot0, stage_dt, friction_model, fade_friction,
+        implicit_normal_force, fitted_hessian, want_hessian, row_body, rows, d2e, rd, frame, cp):
+    """World w's active rows, in row order (pair, sample): their bodies and pair into row_body (R, 3), their force,
+    levers and (with want_hessian) world Hessian into rows (R, _ROW_SIZE); returns (their count, the world's
+    contact energy). ``d2e``, ``rd`` (3, 3), ``frame`` (4, 3) and ``cp`` (_CP_SIZE,) are scratch."""
+    e_world = 0.0
+    num_rows = 0
+    for p in range(p_colliding.shape[0]):
+        a, b, cl = p_colliding[p], p_collider[p], p_collider_index[p]
+        kind = c_kind[cl]
+        if not _pair_in_reach(com, rot, w, a, b, p, cl, kind, p_sphere_center, p_sphere_radius, p_reach,
+                              p_bound_is_half, p_bound_vector, p_bound_scalar, c_center, c_rotation,
+                              c_half_extents):
+            continue
+        _pair_frame(com, rot, w, a, b, frame)
+        _collider_params(cl, kind, c_normal, c_offset, c_center, c_radius, c_rotation, c_half_extents,
+                         c_grid_start, c_grid_dims, c_grid_min, c_grid_max, c_grid_cell, cp)
+        # The pair's parameters as scalars.
+        delta, k, eps = p_delta[p], p_k[p], p_eps[p]
+        m_align, dissipative, use_collider_normal = p_max_alignment[p], p_dissipative[p], p_use_collider_normal[p]
+        mu, c_t, c_n = p_mu[p], p_c_t[p] / stage_dt, p_c_n[p] / stage_dt
+        width = p_falloff_vel[p] * stage_dt
+        s0 = s_start[a]
+        for s in range(s0, s0 + s_count[a]):
+            kept, y0, y1, y2 = _sample_in_frame(s_points, s, frame, kind, p, p_bound_vector, p_bound_scalar,
+                                                p_reach)
+            if not kept:
+                continue
+            xs0, xs1, xs2 = s_points[s, 0], s_points[s, 1], s_points[s, 2]
+            # The analytic colliders' gradient only for the samples within delta (a fraction of them), evaluated
+            # again with it; a grid's in the first evaluation (measured: evaluating it twice cost more).
+            phi, gr0, gr1, gr2 = _sdf_of(kind, y0, y1, y2, kind == GRID, cp, c_grid_values)
+            if not (phi < delta):
+                continue
+            if kind != GRID:
+                phi, gr0, gr1, gr2 = _sdf_of(kind, y0, y1, y2, True, cp, c_grid_values)
+            # Alignment gate with the colliding normal N_A = R_B^T R_A n_A.
+            ns0, ns1, ns2 = s_normals[s, 0], s_normals[s, 1], s_normals[s, 2]
+            wn0 = (rot[w, a, 0, 0] * ns0 + rot[w, a, 0, 2] * ns2) + rot[w, a, 0, 1] * ns1
+            wn1 = (rot[w, a, 1, 0] * ns0 + rot[w, a, 1, 2] * ns2) + rot[w, a, 1, 1] * ns1
+            wn2 = (rot[w, a, 2, 0] * ns0 + rot[w, a, 2, 2] * ns2) + rot[w, a, 2, 1] * ns1
+            na0 = (rot[w, b, 0, 0] * wn0 + rot[w, b, 1, 0] * wn1) + rot[w, b, 2, 0] * wn2
+            na1 = (rot[w, b, 0, 1] * wn0 + rot[w, b, 1, 1] * wn1) + rot[w, b, 2, 1] * wn2
+            na2 = (rot[w, b, 0, 2] * wn0 + rot[w, b, 1, 2] * wn1) + rot[w, b, 2, 2] * wn2
+            cos_a = (gr0 * na0 + gr2 * na2) + gr1 * na1
+            if not (cos_a <= m_align):
+                continue
+            fade = (m_align - cos_a) / (m_align + 1.0) if (fade_friction and m_align > -1.0) else 1.0
+            # Penalty: h = poly_relu(-phi, eps, eps - delta), w = k/2 h^2, dw/dphi = -k h h'.
+            hv, h1, h2 = _poly_relu(-phi, eps, eps - delta)
+            load_pen = k * hv * h1
+            e_row = 0.5 * k * hv * hv
+            d2_phi = k * (h1 * h1 + hv * h2)
+            de0, de1, de2 = -load_pen * gr0, -load_pen * gr1, -load_pen * gr2
+            if want_hessian:
+                for i in range(3):
+                    gi = gr0 if i == 0 else (gr1 if i == 1 else gr2)
+                    d2e[i, 0] = d2_phi * (gi * gr0)
+                    d2e[i, 1] = d2_phi * (gi * gr1)
+                    d2e[i, 2] = d2_phi * (gi * gr2)
+            if dissipative:
+                # Stage-start pullback Y0 = R_B0^T (c_A0 + R_A0 X - c_B0); dp = Y - Y0.
+                q0 = com0[w, a, 0] + ((rot0[w, a, 0, 0] * xs0 + rot0[w, a, 0, 2] * xs2) + rot0[w, a, 0, 1] * xs1) \
+                    - com0[w, b, 0]
+                q1 = com0[w, a, 1] + ((rot0[w, a, 1, 0] * xs0 + rot0[w, a, 1, 2] * xs2) + rot0[w, a, 1, 1] * xs1) \
+                    - com0[w, b, 1]
+                q2 = com0[w, a, 2] + ((rot0[w, a, 2, 0] * xs0 + rot0[w, a, 2, 2] * xs2) + rot0[w, a, 2, 1] * xs1) \
+                    - com0[w, b, 2]
+                dp0 = y0 - ((rot0[w, b, 0, 0] * q0 + rot0[w, b, 1, 0] * q1) + rot0[w, b, 2, 0] * q2)
+                dp1 = y1 - ((rot0[w, b, 0, 1] * q0 + rot0[w, b, 1, 1] * q1) + rot0[w, b, 2, 1] * q2)
+                dp2 = y2 - ((rot0[w, b, 0, 2] * q0 + rot0[w, b, 1, 2] * q1) + rot0[w, b, 2, 2] * q2)
+                if implicit_normal_force:
+                    load_phi = phi
+                else:  # reconstructed stage-start distance d0 = phi - G . dp
+                    load_phi = phi - ((gr0 * dp0 + gr2 * dp2) + gr1 * dp1)
+                lv, l1, _ = _poly_relu(-load_phi, eps, eps - delta)
+                lam = fade * (k * lv * l1)
+                # Friction normal: G/|G| (or -N_A where |G| vanishes, or when the pair uses -N_A).
+                if use_collider_normal:
+                    gn = np.sqrt((gr0 * gr0 + gr1 * gr1) + gr2 * gr2)
+                    if gn < _ZERO_GRADIENT_NORM:
+                        n0, n1, n2 = -na0, -na1, -na2
+                    else:
+                        n0, n1, n2 = gr0 / gn, gr1 / gn, gr2 / gn
+                else:
+                    n0, n1, n2 = -na0, -na1, -na2
+                dp_n = (dp0 * n0 + dp2 * n2) + dp1 * n1
+                t0, t1, t2 = dp0 - dp_n * n0, dp1 - dp_n * n1, dp2 - dp_n * n2
+                slip = np.sqrt((t0 * t0 + t1 * t1) + t2 * t2)
+                f, _, f2, f1x = _smoother(friction_model, slip, width)
+                e_row += lam * (mu * f + 0.5 * c_t * slip * slip + 0.5 * c_n * dp_n * dp_n)
+                tangent = mu * f1x + c_t
+                de0 += lam * (tangent * t0 + (c_n * dp_n) * n0)
+                de1 += lam * (tangent * t1 + (c_n * dp_n) * n1)
+                de2 += lam * (tangent * t2 + (c_n * dp_n) * n2)
+                if want_hessian:
+                    exact_c = 0.0
+                    if not fitted_hessian and slip > 0.0:
+                        exact_c = lam * mu * (f2 - f1x) / (slip * slip)
+                    for i in range(3):
+                        ni = n0 if i == 0 else (n1 if i == 1 else n2)
+                        ti = t0 if i == 0 else (t1 if i == 1 else t2)
+                        for j in range(3):
+                            nj = n0 if j == 0 else (n1 if j == 1 else n2)
+                            tj = t0 if j == 0 else (t1 if j == 1 else t2)
+                            nn = ni * nj
+                            eye = 1.0 if i == j else 0.0
+                            d2e[i, j] += lam * (tangent * (eye - nn) + c_n * nn) + exact_c * (ti * tj)
+            # The row: world force g = w R_B dE, levers r = x - c_A, u = x - c_B, world Hessian H = w R_B d2E R_B^T.
+            wt = s_weights[s]
+            e_world += wt * e_row
+            row_body[num_rows, 0], row_body[num_rows, 1], row_body[num_rows, 2] = a, b, p
+            for i in range(3):
+                x = com[w, a, i] + ((rot[w, a, i, 0] * xs0 + rot[w, a, i, 2] * xs2) + rot[w, a, i, 1] * xs1)
+                rows[num_rows, _ROW_G + i] = wt * ((rot[w, b, i, 0] * de0 + rot[w, b, i, 2] * de2)
+                                                   + rot[w, b, i, 1] * de1)
+                rows[num_rows, _ROW_R + i] = x - com[w, a, i]
+                rows[num_rows, _ROW_U + i] = x - com[w, b, i]
+            if want_hessian:
+                for i in range(3):
+                    for j in range(3):
+                        rd[i, j] = (rot[w, b, i, 0] * d2e[0, j] + rot[w, b, i, 1] * d2e[1, j]) \
+                            + rot[w, b, i, 2] * d2e[2, j]
+                for i in range(3):
+                    for j in range(3):
+                        rows[num_rows, _ROW_H + 3 * i + j] = wt * ((rd[i, 0] * rot[w, b, j, 0]
+                                                                    + rd[i, 1] * rot[w, b, j, 1])
+                                                                   + rd[i, 2] * rot[w, b, j, 2])
+            num_rows += 1
+    return num_rows, e_world
+
+
+@inner_kernel(_nrt=False)
+def _scatter_gradient(w, row_body, rows, num_rows, grad_out):
+    """grad_out[w] += the rows' terms: first to every row's A body (+g, lever r), then to its B body (-g, lever u),
+    in row order, the order of assemble_rigid_contact's bincount, so that sums of several rows on one body round as
+    in the numpy oracle."""
+    for side in range(2):
+        lever = _ROW_R if side == 0 else _ROW_U
+        sign = 1.0 if side == 0 else -1.0
+        for q in range(num_rows):
+            body = row_body[q, side]
+            r0, r1, r2 = rows[q, lever], rows[q, lever + 1], rows[q, lever + 2]
+            g0, g1, g2 = sign * rows[q, _ROW_G], sign * rows[q, _ROW_G + 1], sign * rows[q, _ROW_G + 2]
+            grad_out[w, body, 0] += g0
+            grad_out[w, body, 1] += g1
+            grad_out[w, body, 2] += g2
+            grad_out[w, body, 3] += r1 * g2 - r2 * g1
+            grad_out[w, body, 4] += r2 * g0 - r0 * g2
+            grad_out[w, body, 5] += r0 * g1 - r1 * g0
+
+
+@inner_kernel(_nrt=False)
+def _scatter_hessian(w, row_body, rows, num_rows, p_slot, p_flip, hess_out, coupling_out, blk, hj):
+    """hess_out[w] += J^T H J of the rows (A bodies, then B bodies, in row order) and coupling_out[w] += the
+    coupling block J_A^T H J_B of every row whose pair has a slot (transposed for a flipped pair); returns True
+    when some row coupled two dynamic bodies. ``blk`` (1, 1, 6, 6) and ``hj`` (3, 6) are scratch."""
+    coupled = False
+    for q in range(num_rows):
+        p = row_body[q, _ROW_PAIR]
+        slot = p_slot[p]
+        if slot >= 0:
+            coupled = True
+            for i in range(6):
+                for j in range(6):
+                    blk[0, 0, i, j] = 0.0
+            _add_jt_h_j(rows, q, _ROW_R, _ROW_U, -1.0, blk, 0, 0, hj)  # H_AB = J_A^T H J_B, J_B = -J(u)
+            if p_flip[p]:
+                for i in range(6):
+                    for j in range(6):
+                        coupling_out[w, slot, i, j] += blk[0, 0, j, i]
+            else:
+                for i in range(6):
+                    for j in range(6):
+                        coupling_out[w, slot, i, j] += blk[0, 0, i, j]
+    for side in range(2):
+        lever = _ROW_R if side == 0 else _ROW_U
+        for q in range(num_rows):
+            _add_jt_h_j(rows, q, lever, lever, 1.0, hess_out, w, row_body[q, side], hj)
+    return coupled
 
 
 @inner_kernel
-def _pair_in_reach(com, rot, w, a, b, p, cl, kind, p_sphere_center, p_sphere_radius, p_reach, p_bound_is_half,
-                   p_bound_vector, p_bound_scalar, c_center, c_rotation, c_half_extents, x, y):
-    """Broad phase of pair p in world w: the colliding body's sample sphere, centred in B's frame, against the
-    collider's bound (the exact SDF for boxes). Indexed element by element, without array views: every (world,
-    pair) passes here, and a view's reference counting cost ~0.7 us per pair, most of a world's contact time when
-    few pairs touch. ``x``, ``y`` (3,): scratch."""
-    for i in range(3):
-        x[i] = com[w, a, i] + ((rot[w, a, i, 0] * p_sphere_center[p, 0] + rot[w, a, i, 2]
-                                * p_sphere_center[p, 2]) + rot[w, a, i, 1] * p_sphere_center[p, 1]) - com[w, b, i]
-    for i in range(3):
-        y[i] = (rot[w, b, 0, i] * x[0] + rot[w, b, 1, i] * x[1]) + rot[w, b, 2, i] * x[2]
-    if kind == BOX:  # _sdf_of's BOX distance
-        d0, d1, d2 = y[0] - c_center[cl, 0], y[1] - c_center[cl, 1], y[2] - c_center[cl, 2]
-        l0 = (d0 * c_rotation[cl, 0, 0] + d1 * c_rotation[cl, 1, 0]) + d2 * c_rotation[cl, 2, 0]
-        l1 = (d0 * c_rotation[cl, 0, 1] + d1 * c_rotation[cl, 1, 1]) + d2 * c_rotation[cl, 2, 1]
-        l2 = (d0 * c_rotation[cl, 0, 2] + d1 * c_rotation[cl, 1, 2]) + d2 * c_rotation[cl, 2, 2]
-        q0 = abs(l0) - c_half_extents[cl, 0]
-        q1 = abs(l1) - c_half_extents[cl, 1]
-        q2 = abs(l2) - c_half_extents[cl, 2]
-        e0, e1, e2 = max(q0, 0.0), max(q1, 0.0), max(q2, 0.0)
-        lb = np.sqrt((e0 * e0 + e1 * e1) + e2 * e2) + min(max(max(q0, q1), q2), 0.0)
-    elif p_bound_is_half[p]:
-        lb = (y[0] * p_bound_vector[p, 0] + y[2] * p_bound_vector[p, 2]) + y[1] * p_bound_vector[p, 1] \
-            - p_bound_scalar[p]
-    else:
-        d0, d1, d2 = y[0] - p_bound_vector[p, 0], y[1] - p_bound_vector[p, 1], y[2] - p_bound_vector[p, 2]
-        lb = np.sqrt((d0 * d0 + d1 * d1) + d2 * d2) - p_bound_scalar[p]
-    return lb - p_sphere_radius[p] <= p_reach[p]
-
-
-@inner_kernel
-def _sample_in_frame(points, s, m_ab, t_ab, kind, bv, b_scalar, reach, y):
-    """Sample s of the colliding body in the collider's frame, y = M X + t (the oracle's grouping); False when a
-    grid collider's bounding sphere culls it, as the numpy broad phase does."""
-    xs0, xs1, xs2 = points[s, 0], points[s, 1], points[s, 2]
-    for i in range(3):
-        y[i] = ((m_ab[i, 0] * xs0 + m_ab[i, 2] * xs2) + m_ab[i, 1] * xs1) + t_ab[i]
-    if kind == GRID:
-        d0, d1, d2 = y[0] - bv[0], y[1] - bv[1], y[2] - bv[2]
-        return np.sqrt((d0 * d0 + d1 * d1) + d2 * d2) - b_scalar <= reach
-    return True
+def contact_max_rows(p_colliding, s_count):
+    """The most rows one world can have: every sample of every pair's colliding body."""
+    max_rows = 0
+    for p in range(p_colliding.shape[0]):
+        max_rows += s_count[p_colliding[p]]
+    return max_rows
 
 
 @kernel
@@ -247,191 +323,72 @@ def contact_terms(
         implicit_normal_force, fitted_hessian, want_hessian, energy_out, grad_out, hess_out, coupling_out):
     """Add every world's contact terms into energy_out (W,), grad_out (W, N, 6), hess_out (W, N, 6, 6) and the
     coupling blocks coupling_out (W, S, 6, 6) of the pairs' slots; returns True when some row coupled two
-    dynamic bodies (the caller then passes the blocks to the solver)."""
+    dynamic bodies (the caller then passes the blocks to the solver). Per world: its rows (`_world_rows`), then
+    their gradient and Hessian scattered to the bodies.
+
+    Its loops read the arguments element by element into scalars, with no array views and no scratch array per
+    pair or sample, and its helpers are compiled without NRT: each view, or array argument of a helper with NRT,
+    costs reference-count updates (an atomic increment and decrement each), which took a third of its time."""
     coupled = False
-    y = np.empty(3)
-    y0 = np.empty(3)
-    grad = np.empty(3)
-    na = np.empty(3)
-    x = np.empty(3)
-    r = np.empty(3)
-    u = np.empty(3)
-    de = np.empty(3)
     d2e = np.empty((3, 3))
-    g = np.empty(3)
-    h = np.empty((3, 3))
     rd = np.empty((3, 3))
-    dummy = np.empty(3)
-    blk = np.empty((6, 6))
-    m_ab = np.empty((3, 3))
-    work = np.empty((3, 3, 6))
-    t_ab = np.empty(3)
-    # One world's active rows, scattered after its loop: first to every row's A body, then to its B body, in
-    # row order (world, pair, sample), the order of assemble_rigid_contact's bincount, so that sums of several
-    # rows on one body round as in the numpy oracle.
-    max_rows = 0
-    for p in range(p_colliding.shape[0]):
-        max_rows += s_count[p_colliding[p]]
-    row_a = np.empty(max_rows, np.int64)
-    row_b = np.empty(max_rows, np.int64)
-    row_g = np.empty((max_rows, 3))
-    row_r = np.empty((max_rows, 3))
-    row_u = np.empty((max_rows, 3))
-    row_h = np.empty((max_rows, 3, 3))
+    blk = np.empty((1, 1, 6, 6))
+    hj = np.empty((3, 6))
+    frame = np.empty((4, 3))
+    cp = np.empty(_CP_SIZE)
+    max_rows = contact_max_rows(p_colliding, s_count)
+    row_body = np.empty((max_rows, 3), np.int64)
+    rows = np.empty((max_rows, _ROW_SIZE))
     for w in range(com.shape[0]):
-        e_world = 0.0
-        num_rows = 0
-        for p in range(p_colliding.shape[0]):
-            a, b, cl = p_colliding[p], p_collider[p], p_collider_index[p]
-            kind = c_kind[cl]
-            if not _pair_in_reach(com, rot, w, a, b, p, cl, kind, p_sphere_center, p_sphere_radius, p_reach,
-                                  p_bound_is_half, p_bound_vector, p_bound_scalar, c_center, c_rotation,
-                                  c_half_extents, x, y):
-                continue
-            ca, cb, ra, rb = com[w, a], com[w, b], rot[w, a], rot[w, b]
-            delta = p_delta[p]
-            k, eps = p_k[p], p_eps[p]
-            ca0, cb0, ra0, rb0 = com0[w, a], com0[w, b], rot0[w, a], rot0[w, b]
-            # Y = M X + t with M = R_B^T R_A, t = R_B^T (c_A - c_B), per pair (the oracle's grouping and rounding).
-            for i in range(3):
-                t_ab[i] = (rb[0, i] * (ca[0] - cb[0]) + rb[1, i] * (ca[1] - cb[1])) + rb[2, i] * (ca[2] - cb[2])
-                for j in range(3):
-                    m_ab[i, j] = (rb[0, i] * ra[0, j] + rb[1, i] * ra[1, j]) + rb[2, i] * ra[2, j]
-            col_n, c_off, c_c, c_r = c_normal[cl], c_offset[cl], c_center[cl], c_radius[cl]
-            c_rot, c_e, g_start, g_dims = c_rotation[cl], c_half_extents[cl], c_grid_start[cl], c_grid_dims[cl]
-            g_min, g_max, g_cell, g_values = c_grid_min[cl], c_grid_max[cl], c_grid_cell[cl], c_grid_values
-            bv, b_scalar, reach = p_bound_vector[p], p_bound_scalar[p], p_reach[p]
-            points, normals, weights = s_points, s_normals, s_weights
-            # The pair's parameters as locals: reading a structure's member in the sample loop is not free.
-            m_align, dissipative, use_collider_normal = p_max_alignment[p], p_dissipative[p], p_use_collider_normal[p]
-            mu, c_t, c_n = p_mu[p], p_c_t[p] / stage_dt, p_c_n[p] / stage_dt
-            width, slot, flip = p_falloff_vel[p] * stage_dt, p_slot[p], p_flip[p]
-            s0 = s_start[a]
-            for s in range(s0, s0 + s_count[a]):
-                if not _sample_in_frame(points, s, m_ab, t_ab, kind, bv, b_scalar, reach, y):
-                    continue
-                xs0, xs1, xs2 = points[s, 0], points[s, 1], points[s, 2]
-                phi = _sdf_of(kind, y, grad, True, col_n, c_off, c_c, c_r, c_rot, c_e, g_values, g_start, g_dims,
-                              g_min, g_max, g_cell)
-                if not (phi < delta):
-                    continue
-                # Alignment gate with the colliding normal N_A = R_B^T R_A n_A.
-                ns0, ns1, ns2 = normals[s, 0], normals[s, 1], normals[s, 2]
-                for i in range(3):
-                    dummy[i] = (ra[i, 0] * ns0 + ra[i, 2] * ns2) + ra[i, 1] * ns1
-                for i in range(3):
-                    na[i] = (rb[0, i] * dummy[0] + rb[1, i] * dummy[1]) + rb[2, i] * dummy[2]
-                cos_a = (grad[0] * na[0] + grad[2] * na[2]) + grad[1] * na[1]
-                if not (cos_a <= m_align):
-                    continue
-                fade = (m_align - cos_a) / (m_align + 1.0) if (fade_friction and m_align > -1.0) else 1.0
-                # Penalty: h = poly_relu(-phi, eps, eps - delta), w = k/2 h^2, dw/dphi = -k h h'.
-                hv, h1, h2 = _poly_relu(-phi, eps, eps - delta)
-                load_pen = k * hv * h1
-                e_row = 0.5 * k * hv * hv
-                d2_phi = k * (h1 * h1 + hv * h2)
-                for i in range(3):
-                    de[i] = -load_pen * grad[i]
-                    for j in range(3):
-                        d2e[i, j] = d2_phi * (grad[i] * grad[j]) if want_hessian else 0.0
-                if dissipative:
-                    # Stage-start pullback Y0 = R_B0^T (c_A0 + R_A0 X - c_B0); dp = Y - Y0.
-                    for i in range(3):
-                        dummy[i] = ca0[i] + ((ra0[i, 0] * xs0 + ra0[i, 2] * xs2) + ra0[i, 1] * xs1) - cb0[i]
-                    for i in range(3):
-                        y0[i] = (rb0[0, i] * dummy[0] + rb0[1, i] * dummy[1]) + rb0[2, i] * dummy[2]
-                    dp0, dp1, dp2 = y[0] - y0[0], y[1] - y0[1], y[2] - y0[2]
-                    if implicit_normal_force:
-                        load_phi = phi
-                    else:  # reconstructed stage-start distance d0 = phi - G . dp
-                        load_phi = phi - ((grad[0] * dp0 + grad[2] * dp2) + grad[1] * dp1)
-                    lv, l1, _ = _poly_relu(-load_phi, eps, eps - delta)
-                    lam = fade * (k * lv * l1)
-                    # Friction normal: G/|G| (or -N_A where |G| vanishes, or when the pair uses -N_A).
-                    if use_collider_normal:
-                        gn = np.sqrt((grad[0] * grad[0] + grad[1] * grad[1]) + grad[2] * grad[2])
-                        if gn < _ZERO_GRADIENT_NORM:
-                            n0, n1, n2 = -na[0], -na[1], -na[2]
-                        else:
-                            n0, n1, n2 = grad[0] / gn, grad[1] / gn, grad[2] / gn
-                    else:
-                        n0, n1, n2 = -na[0], -na[1], -na[2]
-                    dp_n = (dp0 * n0 + dp2 * n2) + dp1 * n1
-                    t0, t1, t2 = dp0 - dp_n * n0, dp1 - dp_n * n1, dp2 - dp_n * n2
-                    slip = np.sqrt((t0 * t0 + t1 * t1) + t2 * t2)
-                    f, _, f2, f1x = _smoother(friction_model, slip, width)
-                    e_row += lam * (mu * f + 0.5 * c_t * slip * slip + 0.5 * c_n * dp_n * dp_n)
-                    tangent = mu * f1x + c_t
-                    de[0] += lam * (tangent * t0 + (c_n * dp_n) * n0)
-                    de[1] += lam * (tangent * t1 + (c_n * dp_n) * n1)
-                    de[2] += lam * (tangent * t2 + (c_n * dp_n) * n2)
-                    if want_hessian:
-                        nv = (n0, n1, n2)
-                        tv = (t0, t1, t2)
-                        exact_c = 0.0
-                        if not fitted_hessian and slip > 0.0:
-                            exact_c = lam * mu * (f2 - f1x) / (slip * slip)
-                        for i in range(3):
-                            for j in range(3):
-                                nn = nv[i] * nv[j]
-                                eye = 1.0 if i == j else 0.0
-                                d2e[i, j] += lam * (tangent * (eye - nn) + c_n * nn) + exact_c * (tv[i] * tv[j])
-                for i in range(3):
-                    x[i] = ca[i] + ((ra[i, 0] * xs0 + ra[i, 2] * xs2) + ra[i, 1] * xs1)
-                    r[i] = x[i] - ca[i]
-                    u[i] = x[i] - cb[i]
-                wt = weights[s]
-                e_world += wt * e_row
-                # World gradient g = w R_B dE and Hessian H = w R_B d2E R_B^T.
-                for i in range(3):
-                    g[i] = wt * ((rb[i, 0] * de[0] + rb[i, 2] * de[2]) + rb[i, 1] * de[1])
-                row_a[num_rows], row_b[num_rows] = a, b
-                for i in range(3):
-                    row_g[num_rows, i] = g[i]
-                    row_r[num_rows, i] = r[i]
-                    row_u[num_rows, i] = u[i]
-                if want_hessian:
-                    for i in range(3):
-                        for j in range(3):
-                            rd[i, j] = (rb[i, 0] * d2e[0, j] + rb[i, 1] * d2e[1, j]) + rb[i, 2] * d2e[2, j]
-                    for i in range(3):
-                        for j in range(3):
-                            h[i, j] = wt * ((rd[i, 0] * rb[j, 0] + rd[i, 1] * rb[j, 1]) + rd[i, 2] * rb[j, 2])
-                    for i in range(3):
-                        for j in range(3):
-                            row_h[num_rows, i, j] = h[i, j]
-                    if slot >= 0:
-                        coupled = True
-                        for i in range(6):  # element by element: slice assignment compiles a broadcasting path
-                            for j in range(6):
-                                blk[i, j] = 0.0
-                        _add_jt_h_j(h, r, u, -1.0, blk, work)  # H_AB = J_A^T H J_B, J_B = -J(u)
-                        target = coupling_out[w, slot]
-                        if flip:
-                            for i in range(6):
-                                for j in range(6):
-                                    target[i, j] += blk[j, i]
-                        else:
-                            for i in range(6):
-                                for j in range(6):
-                                    target[i, j] += blk[i, j]
-                num_rows += 1
-        for side in range(2):  # A bodies (lever r, force -g), then B bodies (lever u, force +g)
-            for q in range(num_rows):
-                body = row_a[q] if side == 0 else row_b[q]
-                sign = 1.0 if side == 0 else -1.0
-                for i in range(3):  # element by element, no views (see the broad phase)
-                    r[i] = row_r[q, i] if side == 0 else row_u[q, i]
-                    g[i] = sign * row_g[q, i]
-                    grad_out[w, body, i] += g[i]
-                grad_out[w, body, 3] += r[1] * g[2] - r[2] * g[1]
-                grad_out[w, body, 4] += r[2] * g[0] - r[0] * g[2]
-                grad_out[w, body, 5] += r[0] * g[1] - r[1] * g[0]
-                if want_hessian:
-                    for i in range(3):
-                        for j in range(3):
-                            h[i, j] = row_h[q, i, j]
-                    _add_jt_h_j(h, r, r, 1.0, hess_out[w, body], work)
+        num_rows, e_world = _world_rows(
+            w, s_points, s_normals, s_weights, s_start, s_count, p_colliding, p_collider, p_collider_index, p_k,
+            p_eps, p_delta, p_mu, p_c_t, p_c_n, p_falloff_vel, p_max_alignment, p_use_collider_normal,
+            p_dissipative, p_reach, p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector,
+            p_bound_scalar, p_slot, p_flip, c_kind, c_center, c_half_extents, c_rotation, c_radius, c_normal,
+            c_offset, c_grid_values, c_grid_start, c_grid_dims, c_grid_min, c_grid_max, c_grid_cell, com, rot,
+            com0, rot0, stage_dt, friction_model, fade_friction, implicit_normal_force, fitted_hessian,
+            want_hessian, row_body, rows, d2e, rd, frame, cp)
+        _scatter_gradient(w, row_body, rows, num_rows, grad_out)
+        if want_hessian and _scatter_hessian(w, row_body, rows, num_rows, p_slot, p_flip, hess_out, coupling_out,
+                                             blk, hj):
+            coupled = True
         energy_out[w] += e_world
     return coupled
 
+
+# The two below are called by address from newton_stage (their C wrappers), never from Python, with their scratch
+# passed in, so that they allocate nothing and are compiled without NRT: with it, every call increfs and decrefs
+# each of its ~55 array arguments (measured: a fifth of a Push world's Newton time went to those).
+@kernel(no_cpython_wrapper=True, _nrt=False)
+def contact_rows(
+        s_points, s_normals, s_weights, s_start, s_count, p_colliding, p_collider, p_collider_index, p_k, p_eps,
+        p_delta, p_mu, p_c_t, p_c_n, p_falloff_vel, p_max_alignment, p_use_collider_normal, p_dissipative, p_reach,
+        p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector, p_bound_scalar, p_slot, p_flip, c_kind,
+        c_center, c_half_extents, c_rotation, c_radius, c_normal, c_offset, c_grid_values, c_grid_start, c_grid_dims,
+        c_grid_min, c_grid_max, c_grid_cell, com, rot, com0, rot0, stage_dt, friction_model, fade_friction,
+        implicit_normal_force, fitted_hessian, want_hessian, energy_out, grad_out, row_body, rows, num_rows, d2e, rd,
+        frame, cp):
+    """`contact_terms` of one world (leading axis 1) without the Hessian assembly: adds the energy and gradient into
+    energy_out (1,) and grad_out (1, N, 6) and leaves the world's rows in row_body (R, 3), rows (R, _ROW_SIZE)
+    (R = `contact_max_rows`) and their count in num_rows (1,), with their world Hessians when want_hessian, for
+    `contact_hessian_from_rows`. The compiled Newton assembles the Hessian only where it takes a step, not at the
+    iterate it stops on nor at a rejected line-search trial. ``d2e``, ``rd`` (3, 3), ``frame`` (4, 3) and ``cp``
+    (_CP_SIZE,) are scratch."""
+    count, e_world = _world_rows(
+        0, s_points, s_normals, s_weights, s_start, s_count, p_colliding, p_collider, p_collider_index, p_k, p_eps,
+        p_delta, p_mu, p_c_t, p_c_n, p_falloff_vel, p_max_alignment, p_use_collider_normal, p_dissipative, p_reach,
+        p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector, p_bound_scalar, p_slot, p_flip, c_kind,
+        c_center, c_half_extents, c_rotation, c_radius, c_normal, c_offset, c_grid_values, c_grid_start,
+        c_grid_dims, c_grid_min, c_grid_max, c_grid_cell, com, rot, com0, rot0, stage_dt, friction_model,
+        fade_friction, implicit_normal_force, fitted_hessian, want_hessian, row_body, rows, d2e, rd, frame, cp)
+    _scatter_gradient(0, row_body, rows, count, grad_out)
+    energy_out[0] += e_world
+    num_rows[0] = count
+
+
+@kernel(no_cpython_wrapper=True, _nrt=False)
+def contact_hessian_from_rows(row_body, rows, num_rows, p_slot, p_flip, hess_out, coupling_out, blk, hj):
+    """The Hessian part of `contact_terms` from the rows `contact_rows` left (computed with want_hessian): adds into
+    hess_out (1, N, 6, 6) and coupling_out (1, S, 6, 6); returns True when some row coupled two dynamic bodies.
+    ``blk`` (1, 1, 6, 6) and ``hj`` (3, 6) are scratch."""
+    return _scatter_hessian(0, row_body, rows, num_rows[0], p_slot, p_flip, hess_out, coupling_out, blk, hj)

@@ -98,18 +98,30 @@ def _combine_rotation(base, coeffs, count, others, w, n, out, m, theta, part):
     matmul3(m, base, out)
 
 
-@inner_kernel
-def _combine_vector(base, coeffs, count, others, w, n, out):
-    """integration.combine_vectors for one body's values (``base``, ``out`` 1-D; ``others`` (S, W, N, size)). The
-    size is read from ``base``, not passed: a literal argument would compile one more specialization."""
-    size = base.shape[0]
+@inner_kernel(_nrt=False)  # allocates nothing: no reference counting of its arguments
+def _combine_vector(base, w, b, coeffs, count, others, ow, ob, out):
+    """integration.combine_vectors for body b of world w: out[w, b] from base[w, b] (both (W, N, size)) and
+    others[:, ow, ob] ((S, W', N', size)). Indexed, not given views: a view per body and call costs reference-count
+    updates. The size is read from ``base``, not passed: a literal argument would compile one more
+    specialization."""
+    size = base.shape[2]
     for a in range(size):
-        out[a] = base[a]
+        out[w, b, a] = base[w, b, a]
     for j in range(count):
         coef = coeffs[j]
         if coef != 0.0:
             for a in range(size):
-                out[a] = out[a] + coef * (others[j, w, n, a] - base[a])
+                out[w, b, a] = out[w, b, a] + coef * (others[j, ow, ob, a] - base[w, b, a])
+
+
+@inner_kernel(_nrt=False)
+def _copy_pose(src_c, src_r, w, b, out_c, out_r):
+    """out[w, b] = src[w, b] for a pose (c (W, N, 3), R (W, N, 3, 3)): `_static_pose` at tau 0 or 1, without the
+    views a call of it takes."""
+    for a in range(3):
+        out_c[w, b, a] = src_c[w, b, a]
+        for e in range(3):
+            out_r[w, b, a, e] = src_r[w, b, a, e]
 
 
 @inner_kernel
@@ -166,6 +178,10 @@ def stage_begin(
     hist_v = np.empty((2, 1, 1, 9))
     coeffs = np.empty(max(a_tilde.shape[0], 2))
     zero = np.int64(0)  # not the literal 0 as an argument: each literal compiles one more specialization
+    # The S rates as (..., 9) rows for _combine_vector, taken once (not a view per body).
+    h_s9, star_s9, start_s9 = h_s.reshape(num_worlds, n, 9), star_s.reshape(num_worlds, n, 9), \
+        start_s.reshape(num_worlds, n, 9)
+    st_s9 = st_s.reshape(st_s.shape[0], num_worlds, n, 9)
     if stage == 0:  # residual weights from the poses at step start (pipeline _GroupStep.run)
         torque_weights(h_r, sqrt_inertia, sqrt_mass, a_ref, torque_weight)
     for w in range(num_worlds):
@@ -196,14 +212,13 @@ def stage_begin(
                             hist_v[0, 0, 0, a] = h1_s[w, b, a // 3, a % 3]
                             hist_v[1, 0, 0, a] = h2_s[w, b, a // 3, a % 3]
                     if field == 0:
-                        _combine_vector(h_c[w, b], coeffs, num_alpha - 1, hist_v, zero, zero, star_c[w, b])
+                        _combine_vector(h_c, w, b, coeffs, num_alpha - 1, hist_v, zero, zero, star_c)
                     elif field == 1:
-                        _combine_vector(h_v[w, b], coeffs, num_alpha - 1, hist_v, zero, zero, star_v[w, b])
+                        _combine_vector(h_v, w, b, coeffs, num_alpha - 1, hist_v, zero, zero, star_v)
                     elif field == 2:
-                        _combine_vector(h_w[w, b], coeffs, num_alpha - 1, hist_v, zero, zero, star_w[w, b])
+                        _combine_vector(h_w, w, b, coeffs, num_alpha - 1, hist_v, zero, zero, star_w)
                     else:
-                        _combine_vector(h_s[w, b].ravel(), coeffs, num_alpha - 1, hist_v, zero, zero,
-                                        star_s[w, b].ravel())
+                        _combine_vector(h_s9, w, b, coeffs, num_alpha - 1, hist_v, zero, zero, star_s9)
                 for a in range(3):
                     for e in range(3):
                         hist_r[0, 0, 0, a, e] = h1_r[w, b, a, e]
@@ -241,19 +256,23 @@ def stage_begin(
             coeffs[j] = a_tilde[stage, j]
         for b in range(n):
             if is_static[b]:
-                _static_pose(prev_c[w, b], prev_r[w, b], h_c[w, b], h_r[w, b], tau_start, start_c[w, b],
-                             start_r[w, b], m, theta)
+                if tau_start == 1.0:
+                    _copy_pose(h_c, h_r, w, b, start_c, start_r)
+                elif tau_start == 0.0:
+                    _copy_pose(prev_c, prev_r, w, b, start_c, start_r)
+                else:
+                    _static_pose(prev_c[w, b], prev_r[w, b], h_c[w, b], h_r[w, b], tau_start, start_c[w, b],
+                                 start_r[w, b], m, theta)
                 for a in range(3):
                     start_v[w, b, a] = static_v[w, b, a]
                     start_w[w, b, a] = static_w[w, b, a]
                     for e in range(3):
                         start_s[w, b, a, e] = 0.0
                 continue
-            _combine_vector(star_c[w, b], coeffs, stage, st_c, w, b, start_c[w, b])
-            _combine_vector(star_v[w, b], coeffs, stage, st_v, w, b, start_v[w, b])
-            _combine_vector(star_w[w, b], coeffs, stage, st_w, w, b, start_w[w, b])
-            _combine_vector(star_s[w, b].ravel(), coeffs, stage, st_s.reshape(st_s.shape[0], num_worlds, n, 9),
-                            w, b, start_s[w, b].ravel())
+            _combine_vector(star_c, w, b, coeffs, stage, st_c, w, b, start_c)
+            _combine_vector(star_v, w, b, coeffs, stage, st_v, w, b, start_v)
+            _combine_vector(star_w, w, b, coeffs, stage, st_w, w, b, start_w)
+            _combine_vector(star_s9, w, b, coeffs, stage, st_s9, w, b, start_s9)
             if stage == 0:
                 for a in range(3):
                     for e in range(3):
@@ -263,8 +282,13 @@ def stage_begin(
         # Newton's start (pipeline initial_guess) from the latest solution: y_n, then the previous stage.
         for b in range(n):
             if is_static[b]:
-                _static_pose(prev_c[w, b], prev_r[w, b], h_c[w, b], h_r[w, b], tau_end, guess_c[w, b],
-                             guess_r[w, b], m, theta)
+                if tau_end == 1.0:
+                    _copy_pose(h_c, h_r, w, b, guess_c, guess_r)
+                elif tau_end == 0.0:
+                    _copy_pose(prev_c, prev_r, w, b, guess_c, guess_r)
+                else:
+                    _static_pose(prev_c[w, b], prev_r[w, b], h_c[w, b], h_r[w, b], tau_end, guess_c[w, b],
+                                 guess_r[w, b], m, theta)
                 continue
             for a in range(3):
                 c = h_c[w, b, a] if stage == 0 else st_c[stage - 1, w, b, a]
@@ -308,6 +332,8 @@ def stage_end(
         # data out (after the last stage): y_{n+1}
         end_c, end_r, end_v, end_w, end_s):
     num_worlds, n = out_c.shape[0], out_c.shape[1]
+    star_s9, end_s9 = star_s.reshape(num_worlds, n, 9), end_s.reshape(num_worlds, n, 9)
+    st_s9 = st_s.reshape(st_s.shape[0], num_worlds, n, 9)
     d = np.empty((3, 3))
     f = np.empty((3, 3))
     m = np.empty((3, 3))
@@ -380,11 +406,10 @@ def stage_end(
                         end_r[w, b, a, e] = h_r[w, b, a, e]
                         end_s[w, b, a, e] = 0.0
                 continue
-            _combine_vector(star_c[w, b], b_tilde, num_stages, st_c, w, b, end_c[w, b])
-            _combine_vector(star_v[w, b], b_tilde, num_stages, st_v, w, b, end_v[w, b])
-            _combine_vector(star_w[w, b], b_tilde, num_stages, st_w, w, b, end_w[w, b])
-            _combine_vector(star_s[w, b].ravel(), b_tilde, num_stages,
-                            st_s.reshape(st_s.shape[0], num_worlds, n, 9), w, b, end_s[w, b].ravel())
+            _combine_vector(star_c, w, b, b_tilde, num_stages, st_c, w, b, end_c)
+            _combine_vector(star_v, w, b, b_tilde, num_stages, st_v, w, b, end_v)
+            _combine_vector(star_w, w, b, b_tilde, num_stages, st_w, w, b, end_w)
+            _combine_vector(star_s9, w, b, b_tilde, num_stages, st_s9, w, b, end_s9)
             _combine_rotation(star_r[w, b], b_tilde, num_stages, st_r, w, b, end_r[w, b], m, theta, part)
 
 

@@ -27,7 +27,7 @@ def translational_inertia(mass, is_static, stage_dt, com, com0, vel0, want_hessi
         energy_out[w] = 0.5 * e
 
 
-@inner_kernel
+@inner_kernel(_nrt=False)  # allocates nothing: no reference counting of its arguments
 def symmetric_eigen_3x3(h, vals_out, vecs_out, a):
     """Eigenvalues and orthonormal eigenvectors (columns) of the symmetric 3x3 ``h`` by cyclic Jacobi rotations
     (Numerical Recipes' rotation formulas): backward stable like LAPACK's, without a LAPACK call and its
@@ -67,7 +67,7 @@ def symmetric_eigen_3x3(h, vals_out, vecs_out, a):
         vals_out[i] = a[i, i]
 
 
-@inner_kernel
+@inner_kernel(_nrt=False)  # allocates nothing: no reference counting of its arguments
 def project_psd_3x3_inplace(h, vals, vecs, scratch):
     """Clamp negative eigenvalues of the symmetric 3x3 block ``h`` to zero (Sylvester test first: positive
     definite blocks are left as they are, as in the numpy oracle `potentials.inertia.project_psd_3x3`).
@@ -87,7 +87,7 @@ def project_psd_3x3_inplace(h, vals, vecs, scratch):
             h[i, j] = s
 
 
-@inner_kernel
+@inner_kernel(_nrt=False)  # allocates nothing: no reference counting of its arguments
 def store_rotation_hessian(m, diagonal, psd_project, h, vals, vecs, scratch, block_out):
     """block_out[3:, 3:] = -sym(m) + diagonal 1, PSD-projected when asked: the rotation-rotation block of the
     potentials linear in R (the left-perturbation identity d^2/dt^2 tr(exp(skew t) M) = sym(M) - tr(M) 1).

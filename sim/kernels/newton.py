@@ -29,7 +29,7 @@ from numba import types
 
 from ..jit import address_call, compile_in_processes, in_disk_cache, inner_kernel, kernel, wrapper_address
 from .constraints import one_actor_compliance, point_pivot_values, rotation_pivot_values
-from .contact import contact_terms
+from .contact import _CP_SIZE, contact_hessian_from_rows, contact_max_rows, contact_rows
 from .inertia import gravity, rotational_inertia, translational_inertia
 from .loads import dof_loads, newton_euler_inertia, offset_forces
 
@@ -235,44 +235,42 @@ def _newton_direction(grad, hess, coupling, slot_a, slot_b, has_coupling, is_sta
     return ok
 
 
-# The helpers below move whole buffers element by element: numba's slice assignment and in-place array operators
-# compile a broadcasting implementation with shape-mismatch error formatting, which made a three-line helper cost
-# 10 s of LLVM time, and more again in every kernel it was linked into.
-@inner_kernel
-def _copy(dst, src):
-    """dst = src for two C-contiguous arrays of the same size."""
-    d = dst.ravel()
-    s = src.ravel()
-    for i in range(d.shape[0]):
-        d[i] = s[i]
+# The helpers below move buffers element by element on flat (1-D) aliases that newton_stage takes once per call:
+# numba's slice assignment and in-place array operators compile a broadcasting implementation with shape-mismatch
+# error formatting (10 s of LLVM time for a three-line helper, and more again in every kernel it was linked into),
+# and a view or a ravel per call costs reference-count updates and a reshape call (with the views, a third of a
+# Push world's Newton time). They allocate nothing, so they are compiled without NRT: no reference counting of
+# their array arguments either.
+@inner_kernel(_nrt=False)
+def _copy(dst, dst_at, src, src_at, count):
+    """dst[dst_at:dst_at + count] = src[src_at:src_at + count] (1-D arrays)."""
+    for i in range(count):
+        dst[dst_at + i] = src[src_at + i]
 
 
-@inner_kernel
+@inner_kernel(_nrt=False)
 def _fill_zero(dst):
-    d = dst.ravel()
-    for i in range(d.shape[0]):
-        d[i] = 0.0
+    for i in range(dst.shape[0]):
+        dst[i] = 0.0
 
 
-@inner_kernel
+@inner_kernel(_nrt=False)
 def _accumulate(total, terms):
-    """total += terms (same size, C-contiguous)."""
-    t = total.ravel()
-    x = terms.ravel()
-    for i in range(t.shape[0]):
-        t[i] = t[i] + x[i]
+    """total += terms (1-D, same size)."""
+    for i in range(total.shape[0]):
+        total[i] = total[i] + terms[i]
 
 
-@inner_kernel
+@inner_kernel(_nrt=False)
 def _zero(e, g, h):
     e[0] = 0.0
     _fill_zero(g)
     _fill_zero(h)
 
 
-@inner_kernel
+@inner_kernel(_nrt=False)
 def _add_terms(total_e, total_g, total_h, e, g, h):
-    """total += terms."""
+    """total += terms (energies (1,), flat gradients and Hessians)."""
     total_e[0] = total_e[0] + e[0]
     _accumulate(total_g, g)
     _accumulate(total_h, h)
@@ -296,16 +294,19 @@ _BY_ADDRESS = (  # (kernel, signature), in the order of callee_addresses
     (gravity, types.none(_F1, _B1, _B1, _F2, _F3, _F1, _F3)),
     (dof_loads, types.none(_B1, _F3, _F3, _F4, _F4, _F1, _F3)),
     (offset_forces, types.none(_B1, _F4, _F3, _F3, _F4, _b, _b, *_TERMS)),
-    (contact_terms, _b(*_CONTACT_MODEL, _F3, _F4, _F3, _F4, _f8, _i8, _b, _b, _b, _b, *_TERMS, _F4)),
+    (contact_rows, types.none(*_CONTACT_MODEL, _F3, _F4, _F3, _F4, _f8, _i8, _b, _b, _b, _b, _F1, _F3, _I2, _F2, _I1,
+                              _F2, _F2, _F2, _F1)),
+    (contact_hessian_from_rows, _b(_I2, _F2, _I1, _I1, _B1, _F4, _F4, _F4, _F2)),
     (point_pivot_values, types.none(_F3, _F4, _I1, _I1, _F2, _F3, _b, _F3, _F4)),
     (rotation_pivot_values, types.none(_F4, _I1, _I1, _F3, _F4, _b, _F3, _F4)),
     (one_actor_compliance, types.none(_F3, _F3, _F4, _I1, _F1, _F1, _F1, _b, _b, *_TERMS)),
     (_newton_direction, _b(_F2, _F3, _F3, _I1, _I1, _b, _B1, _I1, _F2, _F2, _F1, _F1, _F2, _I1)),
 )
 (_call_translational_inertia, _call_rotational_inertia, _call_newton_euler_inertia, _call_gravity, _call_dof_loads,
- _call_offset_forces, _call_contact_terms, _call_point_pivot_values, _call_rotation_pivot_values,
+ _call_offset_forces, _call_contact_rows, _call_contact_hessian, _call_point_pivot_values, _call_rotation_pivot_values,
  _call_one_actor_compliance, _call_newton_direction) = (address_call(fn, sig) for fn, sig in _BY_ADDRESS)
-(_TRANSLATIONAL, _ROTATIONAL, _NEWTON_EULER, _GRAVITY, _DOF_LOADS, _OFFSET_FORCES, _CONTACT, _POINT_PIVOTS,
+(_TRANSLATIONAL, _ROTATIONAL, _NEWTON_EULER, _GRAVITY, _DOF_LOADS, _OFFSET_FORCES, _CONTACT, _CONTACT_HESSIAN,
+ _POINT_PIVOTS,
  _ROTATION_PIVOTS, _COMPLIANCE, _DIRECTION) = range(len(_BY_ADDRESS))
 _addresses = np.zeros(len(_BY_ADDRESS), dtype=np.int64)  # 0 until a stage first needs the kernel
 
@@ -314,7 +315,7 @@ def needed_callees(newton_euler, loads, offset_forces, contact, point_pivots, ro
     """The `_BY_ADDRESS` indices of the kernels a stage with these optional terms calls."""
     needed = [_TRANSLATIONAL, _ROTATIONAL, _GRAVITY, _DIRECTION]
     for flag, indices in ((newton_euler, (_NEWTON_EULER,)), (loads, (_DOF_LOADS,)), (offset_forces, (_OFFSET_FORCES,)),
-                          (contact, (_CONTACT,)), (point_pivots, (_POINT_PIVOTS, _COMPLIANCE)),
+                          (contact, (_CONTACT, _CONTACT_HESSIAN)), (point_pivots, (_POINT_PIVOTS, _COMPLIANCE)),
                           (rotation_pivots, (_ROTATION_PIVOTS, _COMPLIANCE))):
         if flag:
             needed.extend(indices)
@@ -355,7 +356,8 @@ def compile_callees_elsewhere(needed: list[int]) -> list:
     fn, sig = _BY_ADDRESS[_DIRECTION]
     if not todo or in_disk_cache(fn, sig.args) is not False:
         return []
-    groups = [[i for i in todo if i == _CONTACT], [i for i in todo if i != _CONTACT]]
+    contact = (_CONTACT, _CONTACT_HESSIAN)
+    groups = [[i for i in todo if i in contact], [i for i in todo if i not in contact]]
     return compile_in_processes([f"from {__name__} import compile_callees; compile_callees({group})"
                                  for group in groups if group])
 
@@ -410,8 +412,15 @@ def newton_stage(
     e_one = np.empty(1)
     g_one = np.empty((1, n, 6))
     h_one = np.empty((1, n, 6, 6))
-    k_tot = np.empty((1, num_slots, 6, 6))
-    k_try = np.empty((1, num_slots, 6, 6))
+    k_tot = np.zeros((1, num_slots, 6, 6))
+    h_contact = np.empty((1, n, 6, 6))
+    # The contact rows of the latest evaluation (contact_rows), assembled into the Hessian where Newton takes a step.
+    max_rows = contact_max_rows(p_colliding, s_count) if has_contact else 0
+    row_body = np.empty((max_rows, 3), np.int64)
+    contact_rows_buf = np.empty((max_rows, 18))
+    num_rows = np.zeros(1, np.int64)
+    contact_scratch = (np.empty((3, 3)), np.empty((3, 3)), np.empty((4, 3)), np.empty(_CP_SIZE))
+    hessian_scratch = (np.empty((1, 1, 6, 6)), np.empty((3, 6)))
     best_c = np.empty((n, 3))
     best_r = np.empty((n, 3, 3))
     best_g = np.empty((n, 6))
@@ -422,7 +431,6 @@ def newton_stage(
     sol = np.empty(size)
     work = np.empty((size, size))
     perm = np.empty(size, np.int64)
-    no_blocks = np.zeros((0, 0, 6, 6))
     pp_g = np.empty((1, pp_count, 3))
     pp_jac = np.empty((1, pp_count, 3, 6))
     pp_gold = np.empty((1, pp_count, 3))
@@ -431,32 +439,51 @@ def newton_stage(
     pr_gold = np.empty((1, pr_count, 3))
     rows = np.empty(1, np.int64)
     rho0 = np.empty(n)
+    # Flat aliases of the buffers and of the per-world arrays (world w's block of X at w * X_f.shape[0] / W, i.e.
+    # at w times the size of its one-world buffer), taken once: see the helpers above.
+    n3, n9 = 3 * n, 9 * n
+    c_f, r_f, c_try_f, r_try_f = c.reshape(n3), r.reshape(n9), c_try.reshape(n3), r_try.reshape(n9)
+    c0_f, r0_f, v0_f, om0_f, s0_f = c0.reshape(n3), r0.reshape(n9), v0.reshape(n3), om0.reshape(n3), s0.reshape(n9)
+    load_f, off_f_f = load.reshape(load.size), off_f.reshape(off_f.size)
+    g_tot_f, h_tot_f, g_try_f, h_try_f = g_tot.reshape(6 * n), h_tot.reshape(36 * n), g_try.reshape(6 * n), \
+        h_try.reshape(36 * n)
+    g_one_f, h_one_f = g_one.reshape(6 * n), h_one.reshape(36 * n)
+    k_tot_f, h_contact_f = k_tot.reshape(k_tot.size), h_contact.reshape(36 * n)
+    best_c_f, best_r_f, best_g_f = best_c.reshape(n3), best_r.reshape(n9), best_g.reshape(6 * n)
+    pp_gold_f, pr_gold_f = pp_gold.reshape(pp_gold.size), pr_gold.reshape(pr_gold.size)
+    com0_in, rot0_in, vel0_in, omega0_in = com0.reshape(com0.size), rot0.reshape(rot0.size), \
+        vel0.reshape(vel0.size), omega0.reshape(omega0.size)
+    sym0_in, load_in, off_in = sym0.reshape(sym0.size), external_force.reshape(external_force.size), \
+        offset_force.reshape(offset_force.size)
+    pp_gold_in, pr_gold_in = pp_g_old.reshape(pp_g_old.size), pr_g_old.reshape(pr_g_old.size)
+    guess_c_in, guess_r_in = guess_c.reshape(guess_c.size), guess_r.reshape(guess_r.size)
+    out_c_f, out_r_f, out_grad_f = out_c.reshape(out_c.size), out_r.reshape(out_r.size), out_grad.reshape(out_grad.size)
     # np.bool_(True), not the literal True: a literal argument compiles a second specialization of every potential
     # kernel beside the one the numpy Newton calls from Python.
     hessian = np.bool_(True)
     for w in range(num_worlds):
-        _copy(c0[0], com0[w])
-        _copy(r0[0], rot0[w])
-        _copy(v0[0], vel0[w])
-        _copy(om0[0], omega0[w])
-        _copy(s0[0], sym0[w])
-        for i in range(3):  # not _copy: its one-dimensional specialization would be one more compile
+        _copy(c0_f, 0, com0_in, w * n3, n3)
+        _copy(r0_f, 0, rot0_in, w * n9, n9)
+        _copy(v0_f, 0, vel0_in, w * n3, n3)
+        _copy(om0_f, 0, omega0_in, w * n3, n3)
+        _copy(s0_f, 0, sym0_in, w * n9, n9)
+        for i in range(3):
             grav[0, i] = gravity_w[w, i]
-        _copy(load[0], external_force[w])
+        _copy(load_f, 0, load_in, w * load_f.shape[0], load_f.shape[0])
         any_load = False
         for b in range(n):
             for i in range(6):
                 if load[0, b, i] != 0.0:
                     any_load = True
         if has_offset_forces:
-            _copy(off_f[0], offset_force[w])
+            _copy(off_f_f, 0, off_in, w * off_f_f.shape[0], off_f_f.shape[0])
         if pp_count:
-            _copy(pp_gold[0], pp_g_old[w])
+            _copy(pp_gold_f, 0, pp_gold_in, w * pp_gold_f.shape[0], pp_gold_f.shape[0])
         if pr_count:
-            _copy(pr_gold[0], pr_g_old[w])
+            _copy(pr_gold_f, 0, pr_gold_in, w * pr_gold_f.shape[0], pr_gold_f.shape[0])
         rows[0] = world_index[w]
-        _copy(c_try[0], guess_c[w])
-        _copy(r_try[0], guess_r[w])
+        _copy(c_try_f, 0, guess_c_in, w * n3, n3)
+        _copy(r_try_f, 0, guess_r_in, w * n9, n9)
         # One evaluation point (one call site per potential kernel): the first pass evaluates the start iterate,
         # every later pass a line-search trial.
         started = False
@@ -477,52 +504,50 @@ def newton_stage(
             # Every potential's terms at the trial iterate, summed in newton.evaluate_potentials' order (core
             # potentials, then contact, then constraints), static rows zeroed. Written out here rather than as a helper
             # kernel of its own, which compiled its whole tree a second time (9 s of the cold compile).
-            _zero(e_one, g_one, h_one)
+            # The sum starts from the first potential's terms, as in evaluate_potentials: written in place.
+            _zero(e_try, g_try_f, h_try_f)
             _call_translational_inertia(addresses[_TRANSLATIONAL], mass, is_static, stage_dt, c_try, c0, v0, hessian,
-                                        e_one, g_one, h_one)
-            e_try[0] = e_one[0]  # the sum starts from the first potential's terms, as in evaluate_potentials
-            _copy(g_try[0], g_one[0])
-            _copy(h_try[0], h_one[0])
-            _zero(e_one, g_one, h_one)
+                                        e_try, g_try, h_try)
+            _zero(e_one, g_one_f, h_one_f)
             _call_rotational_inertia(addresses[_ROTATIONAL], second_moment, rot_active, stage_dt, r_try, r0, om0, s0,
                                      hessian, psd_project, e_one, g_one, h_one)
-            _add_terms(e_try, g_try, h_try, e_one, g_one, h_one)
+            _add_terms(e_try, g_try_f, h_try_f, e_one, g_one_f, h_one_f)
             if any_newton_euler:
-                _zero(e_one, g_one, h_one)
+                _zero(e_one, g_one_f, h_one_f)
                 _call_newton_euler_inertia(addresses[_NEWTON_EULER], inertia, ne_active, stage_dt, r_try, r0, om0,
                                            hessian, e_one, g_one, h_one)
-                _add_terms(e_try, g_try, h_try, e_one, g_one, h_one)
+                _add_terms(e_try, g_try_f, h_try_f, e_one, g_one_f, h_one_f)
             e_one[0] = 0.0
-            _fill_zero(g_one)
+            _fill_zero(g_one_f)
             _call_gravity(addresses[_GRAVITY], mass, is_static, has_gravity, grav, c_try, e_one, g_one)
             e_try[0] = e_try[0] + e_one[0]
-            _accumulate(g_try, g_one)
+            _accumulate(g_try_f, g_one_f)
             if any_load:
                 e_one[0] = 0.0
-                _fill_zero(g_one)
+                _fill_zero(g_one_f)
                 _call_dof_loads(addresses[_DOF_LOADS], is_static, load, c_try, r_try, r0, e_one, g_one)
                 e_try[0] = e_try[0] + e_one[0]
-                _accumulate(g_try, g_one)
+                _accumulate(g_try_f, g_one_f)
             if has_offset_forces:
-                _zero(e_one, g_one, h_one)
+                _zero(e_one, g_one_f, h_one_f)
                 _call_offset_forces(addresses[_OFFSET_FORCES], is_static, off_f, offset_local, c_try, r_try, hessian,
                                     psd_project, e_one, g_one, h_one)
-                _add_terms(e_try, g_try, h_try, e_one, g_one, h_one)
-            _fill_zero(k_try)
-            if has_contact:
-                blocks = k_try if k_try.shape[1] else no_blocks
-                _zero(e_one, g_one, h_one)
-                _call_contact_terms(
+                _add_terms(e_try, g_try_f, h_try_f, e_one, g_one_f, h_one_f)
+            if has_contact:  # energy and gradient; its Hessian from the rows where a step is taken (below)
+                e_one[0] = 0.0
+                _fill_zero(g_one_f)
+                _call_contact_rows(
                     addresses[_CONTACT], s_points, s_normals, s_weights, s_start, s_count, p_colliding, p_collider,
                     p_collider_index, p_k, p_eps, p_delta, p_mu, p_c_t, p_c_n, p_falloff_vel, p_max_alignment,
                     p_use_collider_normal, p_dissipative, p_reach, p_sphere_center, p_sphere_radius, p_bound_is_half,
                     p_bound_vector, p_bound_scalar, p_slot, p_flip, c_kind, c_center, c_half_extents, c_rotation,
                     c_radius, c_normal, c_offset, c_grid_values, c_grid_start, c_grid_dims, c_grid_min, c_grid_max,
                     c_grid_cell, c_try, r_try, c0, r0, stage_dt, friction_model, fade_friction, implicit_normal_force,
-                    fitted_hessian, hessian, e_one, g_one, h_one, blocks)
-                _add_terms(e_try, g_try, h_try, e_one, g_one, h_one)
+                    fitted_hessian, hessian, e_one, g_one, row_body, contact_rows_buf, num_rows, *contact_scratch)
+                e_try[0] = e_try[0] + e_one[0]
+                _accumulate(g_try_f, g_one_f)
             if has_constraints:
-                _zero(e_one, g_one, h_one)
+                _zero(e_one, g_one_f, h_one_f)
                 for step in range(2):  # each set as ConstraintSet._evaluate_kernel: values and Jacobians, terms
                     kind = pivot_order if step == 0 else 1 - pivot_order
                     if kind == 0 and pp_count:
@@ -537,7 +562,9 @@ def newton_stage(
                         _call_one_actor_compliance(addresses[_COMPLIANCE], pr_g, pr_gold if pr_damped else pr_g,
                                                    pr_jac, pr_actors, pr_stiffness, pr_damp, pr_saturation, pr_damped,
                                                    hessian, e_one, g_one, h_one)
-                _add_terms(e_try, g_try, h_try, e_one, g_one, h_one)
+                # Energy and gradient now; the Hessian stays in h_one until a step is taken from this iterate.
+                e_try[0] = e_try[0] + e_one[0]
+                _accumulate(g_try_f, g_one_f)
             for b in range(is_static.shape[0]):
                 if is_static[b]:
                     for i in range(6):
@@ -550,7 +577,7 @@ def newton_stage(
                 if ls_type == LS_NONE:
                     accept = True
                 else:
-                    norm_ok = _norm(g_try[0]) <= norm_start
+                    norm_ok = _norm(g_try_f) <= norm_start
                     armijo_ok = e_try[0] <= e_start - ls_wolfe1 * lam * slope
                     if ls_type == LS_RESIDUAL_NORM:
                         accept = norm_ok
@@ -567,30 +594,28 @@ def newton_stage(
                 else:
                     k += 1
                     lam *= ls_alpha
-                    _trial(c, r, dx, lam, dyn_index, c_try, r_try)
+                    _trial(c_f, r_f, dx, lam, dyn_index, c_try_f, r_try_f)
                     continue
-            _copy(c[0], c_try[0])
-            _copy(r[0], r_try[0])
+            _copy(c_f, 0, c_try_f, 0, n3)
+            _copy(r_f, 0, r_try_f, 0, n9)
             e_tot[0] = e_try[0]
-            _copy(g_tot[0], g_try[0])
-            _copy(h_tot[0], h_try[0])
-            _copy(k_tot[0], k_try[0])
+            _copy(g_tot_f, 0, g_try_f, 0, 6 * n)
             if it == 0:
-                norm0 = _norm(g_tot[0])
+                norm0 = _norm(g_tot_f)
             # Newton iteration ``it``: best iterate, finishing status, direction, step test, line search start.
             if best_iterate_on_stop and e_tot[0] < best_energy:
                 best_energy = e_tot[0]
-                _copy(best_c, c[0])
-                _copy(best_r, r[0])
-                _copy(best_g, g_tot[0])
+                _copy(best_c_f, 0, c_f, 0, n3)
+                _copy(best_r_f, 0, r_f, 0, n9)
+                _copy(best_g_f, 0, g_tot_f, 0, 6 * n)
             fin = NOT_STARTED
             if stop_next:
                 fin = STOPPED
-            if _converged(g_tot[0], it, global_convergence, abs_tol, rel_tol, norm0, rho0, is_static,
-                          force_weight, torque_weight[w]):
+            if _converged(g_tot_f, it, global_convergence, abs_tol, rel_tol, norm0, rho0, is_static,
+                          force_weight, torque_weight, w):
                 fin = CONVERGED
             if explosion_control and fin == NOT_STARTED:
-                nrm = _norm(g_tot[0])
+                nrm = _norm(g_tot_f)
                 if not np.isfinite(nrm) or nrm > abs_div_tol or nrm > rel_div_tol * max(norm0, 1e-300):
                     fin = DIVERGED
             capped = False
@@ -600,21 +625,34 @@ def newton_stage(
             if fin != NOT_STARTED:
                 st = fin
                 if capped and best_iterate_on_stop:
-                    _copy(out_c[w], best_c)
-                    _copy(out_r[w], best_r)
-                    _copy(out_grad[w], best_g)
+                    _copy(out_c_f, w * n3, best_c_f, 0, n3)
+                    _copy(out_r_f, w * n9, best_r_f, 0, n9)
+                    _copy(out_grad_f, w * 6 * n, best_g_f, 0, 6 * n)
                 else:
-                    _copy(out_c[w], c[0])
-                    _copy(out_r[w], r[0])
-                    _copy(out_grad[w], g_tot[0])
+                    _copy(out_c_f, w * n3, c_f, 0, n3)
+                    _copy(out_r_f, w * n9, r_f, 0, n9)
+                    _copy(out_grad_f, w * 6 * n, g_tot_f, 0, 6 * n)
                 break
+            # The Hessian at this iterate, summed in newton.evaluate_potentials' order as the energy and gradient
+            # were: (core potentials + contact) + constraints. Only here, where a step is taken: the iterate the
+            # solve stops on and rejected line-search trials never need it. The contact and constraint terms of
+            # the latest evaluation (this iterate's) are still in h_try (the core potentials'), the rows and h_one.
+            _copy(h_tot_f, 0, h_try_f, 0, 36 * n)
+            if has_contact:
+                _fill_zero(h_contact_f)
+                _fill_zero(k_tot_f)
+                _call_contact_hessian(addresses[_CONTACT_HESSIAN], row_body, contact_rows_buf, num_rows, p_slot,
+                                      p_flip, h_contact, k_tot, *hessian_scratch)
+                _accumulate(h_tot_f, h_contact_f)
+            if has_constraints:
+                _accumulate(h_tot_f, h_one_f)
             ok = _call_newton_direction(addresses[_DIRECTION], g_tot[0], h_tot[0], k_tot[0], slot_a, slot_b,
                                         num_slots > 0, is_static, dyn_index, dx, dense, rhs, sol, work, perm)
             if not ok:
                 st = DIVERGED
-                _copy(out_c[w], c[0])
-                _copy(out_r[w], r[0])
-                _copy(out_grad[w], g_tot[0])
+                _copy(out_c_f, w * n3, c_f, 0, n3)
+                _copy(out_r_f, w * n9, r_f, 0, n9)
+                _copy(out_grad_f, w * 6 * n, g_tot_f, 0, 6 * n)
                 break
             iters += 1
             # Relative step test on the raw increment: stop next iteration when |dx| <= rel_step_tol |x|.
@@ -633,7 +671,7 @@ def newton_stage(
                     dx2 += dx[b, i] * dx[b, i]
             stop_next = np.sqrt(dx2) <= rel_step_tol * np.sqrt(x2 + a2)
             # Line search on lambda = 1, alpha, alpha^2, ... from here (newton._line_search).
-            norm_start = _norm(g_tot[0])
+            norm_start = _norm(g_tot_f)
             slope = 0.0
             for b in range(n):
                 for i in range(6):
@@ -641,22 +679,23 @@ def newton_stage(
             e_start = e_tot[0]
             k = 0
             lam = 1.0
-            _trial(c, r, dx, lam, dyn_index, c_try, r_try)
+            _trial(c_f, r_f, dx, lam, dyn_index, c_try_f, r_try_f)
         status[w] = st
         iterations[w] = iters
         ls_iterations[w] = ls_used_max
 
 
-@inner_kernel
+@inner_kernel(_nrt=False)
 def _trial(c, r, dx, lam, dyn_index, c_try, r_try):
-    """The iterate x (+) (-lam dx) on the dynamic bodies (newton._apply): c - lam dx_c and exp(skew(theta)) R with
-    theta = -lam dx_R (lie.exp_so3 with its small-angle series), written out here (one helper less to compile)."""
-    _copy(c_try[0], c[0])
-    _copy(r_try[0], r[0])
+    """The iterate x (+) (-lam dx) on the dynamic bodies (newton._apply), on flat buffers (c (3N,), r (9N,), rows
+    of R at 9 b + 3 i): c - lam dx_c and exp(skew(theta)) R with theta = -lam dx_R (lie.exp_so3 with its
+    small-angle series), written out here (one helper less to compile)."""
+    _copy(c_try, 0, c, 0, c.shape[0])
+    _copy(r_try, 0, r, 0, r.shape[0])
     for d in range(dyn_index.shape[0]):
         b = dyn_index[d]
         for i in range(3):
-            c_try[0, b, i] = c[0, b, i] + (-lam * dx[b, i])
+            c_try[3 * b + i] = c[3 * b + i] + (-lam * dx[b, i])
         x, y, z = -lam * dx[b, 3], -lam * dx[b, 4], -lam * dx[b, 5]
         angle_sq = (x * x + y * y) + z * z
         angle = np.sqrt(angle_sq)
@@ -676,39 +715,41 @@ def _trial(c, r, dx, lam, dyn_index, c_try, r_try):
         e12 = -ca * x + cb * (y * z)
         e20 = -ca * y + cb * (x * z)
         e21 = ca * x + cb * (y * z)
+        at = 9 * b
         for j in range(3):
-            r0, r1, r2 = r[0, b, 0, j], r[0, b, 1, j], r[0, b, 2, j]
-            r_try[0, b, 0, j] = (e00 * r0 + e01 * r1) + e02 * r2
-            r_try[0, b, 1, j] = (e10 * r0 + e11 * r1) + e12 * r2
-            r_try[0, b, 2, j] = (e20 * r0 + e21 * r1) + e22 * r2
+            r0, r1, r2 = r[at + j], r[at + 3 + j], r[at + 6 + j]
+            r_try[at + j] = (e00 * r0 + e01 * r1) + e02 * r2
+            r_try[at + 3 + j] = (e10 * r0 + e11 * r1) + e12 * r2
+            r_try[at + 6 + j] = (e20 * r0 + e21 * r1) + e22 * r2
 
 
-@inner_kernel
+@inner_kernel(_nrt=False)
 def _norm(g):
+    """|g| of a flat gradient, summed in order."""
     s = 0.0
-    for b in range(g.shape[0]):
-        for i in range(6):
-            s += g[b, i] * g[b, i]
+    for i in range(g.shape[0]):
+        s += g[i] * g[i]
     return np.sqrt(s)
 
 
-@inner_kernel
-def _converged(g, it, global_convergence, abs_tol, rel_tol, norm0, rho0, is_static, force_weight, torque_weight):
-    """The stopping test of newton._converged on the gradient g (N, 6). Per-actor mode: rho_a = sqrt(w_f |f_a|^2 +
-    sum_j w_tj tau_aj^2) (newton._actor_residuals) against abs_tol or rel_tol rho0_a; at iteration 0 it stores
-    them into rho0 (N,) (0 on static rows), which later iterations compare with."""
+@inner_kernel(_nrt=False)
+def _converged(g, it, global_convergence, abs_tol, rel_tol, norm0, rho0, is_static, force_weight, torque_weight, w):
+    """The stopping test of newton._converged on the flat gradient g (6N,). Per-actor mode: rho_a = sqrt(w_f |f_a|^2
+    + sum_j w_tj tau_aj^2) (newton._actor_residuals, torque weights of world w) against abs_tol or rel_tol rho0_a;
+    at iteration 0 it stores them into rho0 (N,) (0 on static rows), which later iterations compare with."""
     if global_convergence:
         nrm = _norm(g)
         return nrm <= abs_tol or (it > 0 and nrm <= rel_tol * norm0)
     converged = True
-    for b in range(g.shape[0]):
+    for b in range(is_static.shape[0]):
         if is_static[b]:
             if it == 0:
                 rho0[b] = 0.0
             continue
-        f2 = (g[b, 0] * g[b, 0] + g[b, 1] * g[b, 1]) + g[b, 2] * g[b, 2]
-        t2 = (torque_weight[b, 0] * (g[b, 3] * g[b, 3]) + torque_weight[b, 1] * (g[b, 4] * g[b, 4])) \
-            + torque_weight[b, 2] * (g[b, 5] * g[b, 5])
+        g0, g1, g2, g3, g4, g5 = g[6 * b], g[6 * b + 1], g[6 * b + 2], g[6 * b + 3], g[6 * b + 4], g[6 * b + 5]
+        f2 = (g0 * g0 + g1 * g1) + g2 * g2
+        t2 = (torque_weight[w, b, 0] * (g3 * g3) + torque_weight[w, b, 1] * (g4 * g4)) \
+            + torque_weight[w, b, 2] * (g5 * g5)
         rho = np.sqrt(force_weight[b] * f2 + t2)
         if it == 0:
             rho0[b] = rho

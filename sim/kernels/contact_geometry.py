@@ -1,0 +1,203 @@
+"""The contact kernels' geometry: the broad phase of a (world, pair), a sample in the collider's frame, and the
+collider SDFs (plane, sphere, box, trilinear grid) with their gradients, as NRT-free helpers on scalars and whole
+arrays (sim/kernels/contact.py and depth.py call them per pair and per sample; sim/contact/colliders.py and
+grid_sdf.py hold the formulas and the numpy oracles).
+
+No array views and no scratch array per pair or sample, and no NRT: each view, or array argument of a helper
+compiled with NRT, costs reference-count updates (atomic increments and decrements), which took a third of the
+contact kernel's time (docs/engine.md, "Solver paths").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..jit import inner_kernel
+
+PLANE, SPHERE, BOX, GRID = 0, 1, 2, 3  # collider kinds
+
+
+@inner_kernel(_nrt=False)
+def _grid_axis(y, lo, hi, cell, n):
+    """Per axis: (clamped - y offset outside the box, cell index, local coordinate in [0, 1])."""
+    clamped = min(max(y, lo), hi)
+    u = (clamped - lo) / cell
+    base = min(max(np.int64(np.floor(u)), 0), n - 2)
+    return y - clamped, base, min(max(u - base, 0.0), 1.0)
+
+
+# A pair's collider parameters, gathered once per pair into a vector (`_collider_params`) so that the per-sample
+# SDF is passed two arrays instead of the thirteen collider arrays (each array argument is several machine words).
+# PLANE: normal, offset; SPHERE: center, radius; BOX: center, rotation (row-major), half extents; GRID: grid_min,
+# grid_max, grid_cell, grid_dims, grid_start (integers, exact as float64).
+_CP_SIZE = 15
+
+
+@inner_kernel(_nrt=False)
+def _collider_params(cl, kind, c_normal, c_offset, c_center, c_radius, c_rotation, c_half_extents, c_grid_start,
+                     c_grid_dims, c_grid_min, c_grid_max, c_grid_cell, cp):
+    """cp (_CP_SIZE,): the parameters of collider ``cl`` that `_sdf_of` reads for its kind."""
+    if kind == GRID:
+        for i in range(3):
+            cp[i] = c_grid_min[cl, i]
+            cp[3 + i] = c_grid_max[cl, i]
+            cp[6 + i] = c_grid_cell[cl, i]
+            cp[9 + i] = c_grid_dims[cl, i]
+        cp[12] = c_grid_start[cl]
+    elif kind == PLANE:
+        for i in range(3):
+            cp[i] = c_normal[cl, i]
+        cp[3] = c_offset[cl]
+    elif kind == SPHERE:
+        for i in range(3):
+            cp[i] = c_center[cl, i]
+        cp[3] = c_radius[cl]
+    else:
+        for i in range(3):
+            cp[i] = c_center[cl, i]
+            cp[12 + i] = c_half_extents[cl, i]
+            for j in range(3):
+                cp[3 + 3 * i + j] = c_rotation[cl, i, j]
+
+
+@inner_kernel(_nrt=False)
+def _grid_sdf(y0, y1, y2, v, cp, want_grad):
+    """`GridSdfCollider.evaluate` at (y0, y1, y2) (the grid's parameters in cp, `_collider_params`): (phi, dphi/dy)
+    as four scalars, the trilinear value (+ the distance to the grid box outside it) and, when asked (else zero),
+    the gradient of the interpolant, the outward unit vector on the axes where the point lies outside the box."""
+    o0, b0, t0 = _grid_axis(y0, cp[0], cp[3], cp[6], np.int64(cp[9]))
+    o1, b1, t1 = _grid_axis(y1, cp[1], cp[4], cp[7], np.int64(cp[10]))
+    o2, b2, t2 = _grid_axis(y2, cp[2], cp[5], cp[8], np.int64(cp[11]))
+    out_dist = np.sqrt((o0 * o0 + o1 * o1) + o2 * o2)
+    ny, nz = np.int64(cp[10]), np.int64(cp[11])
+    i0 = np.int64(cp[12]) + (b0 * ny + b1) * nz + b2
+    sx = ny * nz  # corner (a, b, c) at i0 + a sx + b nz + c
+    c000, c001, c010, c011 = v[i0], v[i0 + 1], v[i0 + nz], v[i0 + nz + 1]
+    c100, c101, c110, c111 = v[i0 + sx], v[i0 + sx + 1], v[i0 + sx + nz], v[i0 + sx + nz + 1]
+    # Successive lerps in x, y, z (v0 + (v1 - v0) s); a derivative replaces a lerp by a difference / cell.
+    cx00, cx01 = c000 + (c100 - c000) * t0, c001 + (c101 - c001) * t0
+    cx10, cx11 = c010 + (c110 - c010) * t0, c011 + (c111 - c011) * t0
+    cxy0 = cx00 + (cx10 - cx00) * t1
+    cxy1 = cx01 + (cx11 - cx01) * t1
+    value = cxy0 + (cxy1 - cxy0) * t2
+    if not want_grad:
+        return value + out_dist, 0.0, 0.0, 0.0
+    d00, d01 = (c100 - c000) / cp[6], (c101 - c001) / cp[6]
+    d10, d11 = (c110 - c010) / cp[6], (c111 - c011) / cp[6]
+    gx0 = d00 + (d10 - d00) * t1
+    gx1 = d01 + (d11 - d01) * t1
+    dy0 = (cx10 - cx00) / cp[7]
+    dy1 = (cx11 - cx01) / cp[7]
+    safe = out_dist if out_dist > 0.0 else 1.0
+    g0 = o0 / safe if o0 != 0.0 else gx0 + (gx1 - gx0) * t2
+    g1 = o1 / safe if o1 != 0.0 else dy0 + (dy1 - dy0) * t2
+    g2 = o2 / safe if o2 != 0.0 else (cxy1 - cxy0) / cp[8]
+    return value + out_dist, g0, g1, g2
+
+
+@inner_kernel(_nrt=False)
+def _sdf_of(kind, y0, y1, y2, want_grad, cp, g_values):
+    """(phi, dphi/dy) of a collider at the collider-frame point (y0, y1, y2) as four scalars (the gradient raw,
+    not normalized, and zero unless asked); cp its parameters (`_collider_params`), g_values every grid's values."""
+    if kind == GRID:
+        return _grid_sdf(y0, y1, y2, g_values, cp, want_grad)
+    if kind == PLANE:
+        n0, n1, n2 = cp[0], cp[1], cp[2]
+        phi = (y0 * n0 + y1 * n1) + y2 * n2 - cp[3]
+        if want_grad:
+            return phi, n0, n1, n2
+        return phi, 0.0, 0.0, 0.0
+    if kind == SPHERE:
+        d0, d1, d2 = y0 - cp[0], y1 - cp[1], y2 - cp[2]
+        dist = np.sqrt((d0 * d0 + d1 * d1) + d2 * d2)
+        phi = dist - cp[3]
+        if not want_grad:
+            return phi, 0.0, 0.0, 0.0
+        if dist <= 0.0:
+            return phi, 0.0, 1.0, 0.0
+        return phi, d0 / dist, d1 / dist, d2 / dist
+    # BOX: local_j = sum_i d_i R_ij; q = |local| - e; phi = |max(q, 0)| + min(max_j q_j, 0)
+    d0, d1, d2 = y0 - cp[0], y1 - cp[1], y2 - cp[2]
+    l0 = (d0 * cp[3] + d1 * cp[6]) + d2 * cp[9]
+    l1 = (d0 * cp[4] + d1 * cp[7]) + d2 * cp[10]
+    l2 = (d0 * cp[5] + d1 * cp[8]) + d2 * cp[11]
+    q0, q1, q2 = abs(l0) - cp[12], abs(l1) - cp[13], abs(l2) - cp[14]
+    p0, p1, p2 = max(q0, 0.0), max(q1, 0.0), max(q2, 0.0)
+    out = np.sqrt((p0 * p0 + p1 * p1) + p2 * p2)
+    q_max = max(max(q0, q1), q2)
+    phi = out + min(q_max, 0.0)
+    if not want_grad:
+        return phi, 0.0, 0.0, 0.0
+    if out > 0.0:
+        g0, g1, g2 = p0 / out, p1 / out, p2 / out
+    elif q0 >= q_max:  # inside: the nearest face, the first axis on a tie
+        g0, g1, g2 = 1.0, 0.0, 0.0
+    elif q1 >= q_max:
+        g0, g1, g2 = 0.0, 1.0, 0.0
+    else:
+        g0, g1, g2 = 0.0, 0.0, 1.0
+    g0 = -g0 if l0 < 0.0 else g0
+    g1 = -g1 if l1 < 0.0 else g1
+    g2 = -g2 if l2 < 0.0 else g2
+    return (phi, (cp[3] * g0 + cp[4] * g1) + cp[5] * g2, (cp[6] * g0 + cp[7] * g1) + cp[8] * g2,
+            (cp[9] * g0 + cp[10] * g1) + cp[11] * g2)
+
+
+@inner_kernel(_nrt=False)
+def _pair_in_reach(com, rot, w, a, b, p, cl, kind, p_sphere_center, p_sphere_radius, p_reach, p_bound_is_half,
+                   p_bound_vector, p_bound_scalar, c_center, c_rotation, c_half_extents):
+    """Broad phase of pair p in world w: the colliding body's sample sphere, centred in B's frame, against the
+    collider's bound (the exact SDF for boxes). Indexed element by element, without array views: every (world,
+    pair) passes here, and a view's reference counting cost ~0.7 us per pair, most of a world's contact time when
+    few pairs touch."""
+    sc0, sc1, sc2 = p_sphere_center[p, 0], p_sphere_center[p, 1], p_sphere_center[p, 2]
+    x0 = com[w, a, 0] + ((rot[w, a, 0, 0] * sc0 + rot[w, a, 0, 2] * sc2) + rot[w, a, 0, 1] * sc1) - com[w, b, 0]
+    x1 = com[w, a, 1] + ((rot[w, a, 1, 0] * sc0 + rot[w, a, 1, 2] * sc2) + rot[w, a, 1, 1] * sc1) - com[w, b, 1]
+    x2 = com[w, a, 2] + ((rot[w, a, 2, 0] * sc0 + rot[w, a, 2, 2] * sc2) + rot[w, a, 2, 1] * sc1) - com[w, b, 2]
+    y0 = (rot[w, b, 0, 0] * x0 + rot[w, b, 1, 0] * x1) + rot[w, b, 2, 0] * x2
+    y1 = (rot[w, b, 0, 1] * x0 + rot[w, b, 1, 1] * x1) + rot[w, b, 2, 1] * x2
+    y2 = (rot[w, b, 0, 2] * x0 + rot[w, b, 1, 2] * x1) + rot[w, b, 2, 2] * x2
+    if kind == BOX:  # _sdf_of's BOX distance
+        d0, d1, d2 = y0 - c_center[cl, 0], y1 - c_center[cl, 1], y2 - c_center[cl, 2]
+        l0 = (d0 * c_rotation[cl, 0, 0] + d1 * c_rotation[cl, 1, 0]) + d2 * c_rotation[cl, 2, 0]
+        l1 = (d0 * c_rotation[cl, 0, 1] + d1 * c_rotation[cl, 1, 1]) + d2 * c_rotation[cl, 2, 1]
+        l2 = (d0 * c_rotation[cl, 0, 2] + d1 * c_rotation[cl, 1, 2]) + d2 * c_rotation[cl, 2, 2]
+        q0 = abs(l0) - c_half_extents[cl, 0]
+        q1 = abs(l1) - c_half_extents[cl, 1]
+        q2 = abs(l2) - c_half_extents[cl, 2]
+        e0, e1, e2 = max(q0, 0.0), max(q1, 0.0), max(q2, 0.0)
+        lb = np.sqrt((e0 * e0 + e1 * e1) + e2 * e2) + min(max(max(q0, q1), q2), 0.0)
+    elif p_bound_is_half[p]:
+        lb = (y0 * p_bound_vector[p, 0] + y2 * p_bound_vector[p, 2]) + y1 * p_bound_vector[p, 1] \
+            - p_bound_scalar[p]
+    else:
+        d0, d1, d2 = y0 - p_bound_vector[p, 0], y1 - p_bound_vector[p, 1], y2 - p_bound_vector[p, 2]
+        lb = np.sqrt((d0 * d0 + d1 * d1) + d2 * d2) - p_bound_scalar[p]
+    return lb - p_sphere_radius[p] <= p_reach[p]
+
+
+@inner_kernel(_nrt=False)
+def _pair_frame(com, rot, w, a, b, frame):
+    """frame (4, 3): rows 0-2 M = R_B^T R_A, row 3 t = R_B^T (c_A - c_B), so that a sample X of body A lies at
+    Y = M X + t in B's frame (per pair, the oracle's grouping and rounding)."""
+    for i in range(3):
+        frame[3, i] = (rot[w, b, 0, i] * (com[w, a, 0] - com[w, b, 0])
+                       + rot[w, b, 1, i] * (com[w, a, 1] - com[w, b, 1])) \
+            + rot[w, b, 2, i] * (com[w, a, 2] - com[w, b, 2])
+        for j in range(3):
+            frame[i, j] = (rot[w, b, 0, i] * rot[w, a, 0, j] + rot[w, b, 1, i] * rot[w, a, 1, j]) \
+                + rot[w, b, 2, i] * rot[w, a, 2, j]
+
+
+@inner_kernel(_nrt=False)
+def _sample_in_frame(points, s, frame, kind, p, p_bound_vector, p_bound_scalar, p_reach):
+    """Sample s of the colliding body in the collider's frame, Y = M X + t (`_pair_frame`; the oracle's grouping):
+    (kept, y0, y1, y2), kept False when a grid collider's bounding sphere culls it, as the numpy broad phase does."""
+    xs0, xs1, xs2 = points[s, 0], points[s, 1], points[s, 2]
+    y0 = ((frame[0, 0] * xs0 + frame[0, 2] * xs2) + frame[0, 1] * xs1) + frame[3, 0]
+    y1 = ((frame[1, 0] * xs0 + frame[1, 2] * xs2) + frame[1, 1] * xs1) + frame[3, 1]
+    y2 = ((frame[2, 0] * xs0 + frame[2, 2] * xs2) + frame[2, 1] * xs1) + frame[3, 2]
+    if kind == GRID:
+        d0, d1, d2 = y0 - p_bound_vector[p, 0], y1 - p_bound_vector[p, 1], y2 - p_bound_vector[p, 2]
+        return np.sqrt((d0 * d0 + d1 * d1) + d2 * d2) - p_bound_scalar[p] <= p_reach[p], y0, y1, y2
+    return True, y0, y1, y2
