@@ -54,8 +54,12 @@ def test_sweep_runs_every_seed_and_resumes_the_crashed_trial(swept):
     assert by_seed[1].metrics["resumed_from_timesteps"] == 400
     assert by_seed[0].metrics["resumed_from_timesteps"] == 0
     reported = by_seed[1].metrics_dataframe
-    assert list(reported["timesteps"]) == [400, 800, 1200]  # 800: reported once, after the restart
-    assert list(reported["resumed_from_timesteps"]) == [0, 400, 400]
+    rows = [(int(t), int(r)) for t, r in zip(reported["timesteps"], reported["resumed_from_timesteps"])]
+    # 800 and 1200 reported once each, after the restart from 400. The 400 row is missing from Ray's log in some
+    # runs (3 of 5 suite runs once Reach's steps got faster, never alone; most likely the crash reaching Ray's
+    # controller before that result did); the checkpoint's own curve above holds it in every run.
+    assert rows[-2:] == [(800, 400), (1200, 400)]
+    assert rows[:-2] in ([], [(400, 0)])
 
 
 def test_sweep_writes_the_aggregated_table_and_plot(swept):
