@@ -180,6 +180,8 @@ def case_env(args):
     return out
 
 
+ENV_CASES = "env cases: SuperDex/Push-v0 single and make_vec(64), reset, render, the FetchPush / PandaPush anchors"
+
 CASES = {
     "free bodies (10 boxes), W=1": lambda r, s: case_free_bodies(1, r, s),
     "free bodies (10 boxes), W=256": lambda r, s: case_free_bodies(256, r, max(5, s // 10)),
@@ -316,7 +318,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--repeats", type=int, default=5, help="runs per case; the median is reported")
     parser.add_argument("--steps", type=int, default=100, help="engine steps per run (W=256 runs a tenth)")
-    parser.add_argument("--only", default=None, help="run only cases whose name contains this text")
+    parser.add_argument("--only", default=None,
+                        help=f"run only cases whose name contains this text (the env cases' name: {ENV_CASES!r})")
     parser.add_argument("--env-steps", type=int, default=5000, help="env steps per run of the env cases")
     parser.add_argument("--skip-env", action="store_true", help="engine cases only")
     parser.add_argument("--json", default=None, metavar="PATH", help="also write the results as JSON to PATH")
@@ -337,7 +340,7 @@ def main(argv=None) -> int:
         print(f"plot written to {plot}")
         return 0
     cases = [name for name in CASES if not args.only or args.only in name]
-    run_env = not args.skip_env and not args.only
+    run_env = not args.skip_env and (not args.only or args.only in ENV_CASES)
     machine = {"python": platform.python_version(), "numpy": np.__version__, "machine": platform.machine()}
     report = {"machine": machine, "args": vars(args), "cases": {}, "env": {}}
     with tqdm(total=1 + len(cases) + run_env, unit="case", leave=False, disable=args.no_progress) as bar:
@@ -357,7 +360,7 @@ def main(argv=None) -> int:
             report["cases"][name] = {**result, "ratio to baseline": ratio}
             tqdm.write(f"{name:40s} " + ", ".join(parts) + f"  (x{ratio:.3g} baseline)")
         if run_env:
-            bar.set_description("env cases (SuperDex/Push-v0 and the anchors)")
+            bar.set_description(ENV_CASES)
             report["env"] = case_env(args)
             bar.update(1)
             for key, value in report["env"].items():

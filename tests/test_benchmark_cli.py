@@ -55,3 +55,16 @@ def test_env_case_reports_the_threaded_batch_and_restores_serial():
     threaded = out["SuperDex/Push-v0 make_vec(64) aggregate env steps/s, 2 worker threads"]
     assert threaded > 0 and out["SuperDex/Push-v0 make_vec(64) aggregate env steps/s"] > 0
     assert mochi.context.worker_threads() == 1
+
+
+def test_only_selects_the_env_cases_by_their_name(tmp_path):
+    """`--only Push` runs the env cases (their name holds it) and no engine case; `--only stack` the reverse."""
+    path = tmp_path / "bench.json"
+    assert benchmark.main(["--only", "Push-v0", "--repeats", "1", "--env-steps", "64", "--json", str(path),
+                           "--no-progress"]) == 0
+    report = json.loads(path.read_text())
+    assert report["cases"] == {} and "SuperDex/Push-v0 single env steps/s" in report["env"]
+    assert benchmark.main(["--only", "5-box stack, W=1", "--repeats", "1", "--steps", "2", "--json", str(path),
+                           "--no-progress"]) == 0
+    report = json.loads(path.read_text())
+    assert list(report["cases"]) == ["aligned 5-box stack, W=1"] and report["env"] == {}
