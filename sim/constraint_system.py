@@ -495,12 +495,12 @@ class ConstraintSceneMixin:
         cache = self.__dict__.setdefault("_pivot_rows_cache", {})
         handles = system._handles.get("RigidPivotPosition") if system is not None else None
         hit = cache.get(constraints)
-        if hit is None or hit[0] is not handles:
-            if not all(isinstance(c, Constraint) for c in constraints):
-                raise TypeError("constraints must be Constraint objects")
+        miss = hit is None or hit[0] is not handles
+        if miss and not all(isinstance(c, Constraint) for c in constraints):
+            raise TypeError("constraints must be Constraint objects")
         if any(c._system is not system for c in constraints):  # equal handles in another scene compare equal
             raise ValueError("every constraint must belong to this scene")
-        if hit is None or hit[0] is not handles:
+        if miss:
             located = [c._require_type("set_target_positions", "RigidPivotPosition") for c in constraints]
             # one set per type in a scene: every RigidPivotPosition lives in located[k][0]
             hit = cache[constraints] = (handles, located[0][0] if located else None,

@@ -57,17 +57,10 @@ def _guess_outside(kplan, is_static, latest, stage_dt, guess_c, guess_r) -> bool
     pot = kplan.contact.potential() if kplan.contact is not None else None
     if pot is None:  # no contact pair: no depth to test
         return False
-    inputs = pot.__dict__.get("_depth_inputs")
-    if inputs is None:  # the potential's arrays are frozen (a scene change builds a new potential)
-        samples, pairs = pot._kernel_samples, pot._kernel_pairs
-        inputs = pot._depth_inputs = (
-            samples.points, samples.start, samples.count, pairs.colliding, pairs.collider, pairs.collider_index,
-            pairs.eps, pairs.delta, pairs.reach, pairs.sphere_center, pairs.sphere_radius, pairs.bound_is_half,
-            pairs.bound_vector, pairs.bound_scalar, *pot._kernel_colliders)
     num_worlds, n = guess_c.shape[:2]
     return guess_kernels.outside_guess(
         potentials_base.GUESS_DEPTH_MARGIN, stage_dt, is_static, *(kernel_array(a) for a in latest), guess_c, guess_r,
-        *inputs, np.empty((num_worlds, n, 3)), np.empty((num_worlds, n, 3, 3)), np.empty((num_worlds, n), dtype=bool),
+        *pot.depth_kernel_inputs(), np.empty((num_worlds, n, 3)), np.empty((num_worlds, n, 3, 3)), np.empty((num_worlds, n), dtype=bool),
         np.empty((num_worlds, n)), np.empty((num_worlds, n)))
 
 

@@ -76,7 +76,7 @@ def _plan_signature(potentials) -> tuple:
     """What `newton_kernel.plan` reads of the extra potentials, as ids and sizes: the module switches, every
     potential, the contact system's built potential and the constraint system's sets with their sizes and
     Hessian forms; with the objects behind the ids."""
-    contact_system, constraint_system = _system_types()
+    contact_system, constraint_system = system_types()
     refs, parts = [], [COMPILED_NEWTON, fused_step.FUSED_STEP]
     for pot in potentials:
         kind = type(pot)
@@ -93,8 +93,9 @@ def _plan_signature(potentials) -> tuple:
     return refs, tuple(parts)
 
 
-def _system_types() -> tuple:
-    """(ContactSystem, ConstraintSystem), imported at first use (they import this module)."""
+def system_types() -> tuple:
+    """(ContactSystem, ConstraintSystem), imported at first use (they import this module): the scene's two
+    potentials whose hooks the step knows."""
     global _SYSTEM_TYPES
     if _SYSTEM_TYPES is None:
         from .constraint_system import ConstraintSystem

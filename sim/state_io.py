@@ -14,6 +14,7 @@ from dataclasses import fields
 import numpy as np
 
 from .model import Kinematics, State
+from .pipeline import system_types
 
 _STATE_ARRAYS = ("num_history", "sym_dirty", "static_previous_com", "static_previous_rotation", "external_force",
                  "offset_force", "offset_local", "status")
@@ -45,7 +46,7 @@ class StateStore:
         contact and constraint systems, or spins set from outside (the step stores their S in the current state)."""
         scene = self._scene
         st = scene._state
-        contact, constraints = _step_shared_types()
+        contact, constraints = system_types()  # the step replaces these systems' arrays, never writes into them
         if (scene._callbacks["pre"] or scene._callbacks["post"] or np.logical_or.reduce(st.sym_dirty, axis=None)
                 or not all(type(p) is contact or type(p) is constraints for p in scene._extra_potentials)):
             return self.snapshot()
@@ -214,18 +215,3 @@ def _restore_worlds(dst: State, src: State, target: np.ndarray, source: np.ndarr
     for i, kin in enumerate(dst.history):
         kin.put(target, src.history[min(i, len(src.history) - 1)].take(source))
     dst.num_history[target] = np.minimum(src.num_history[source], len(src.history))
-
-
-def _step_shared_types() -> tuple:
-    """The potentials whose step hooks replace their per-world arrays instead of writing into them (imported at
-    first use: they import this module's users)."""
-    global _SHARED_TYPES
-    if _SHARED_TYPES is None:
-        from .constraint_system import ConstraintSystem
-        from .contact_system import ContactSystem
-
-        _SHARED_TYPES = (ContactSystem, ConstraintSystem)
-    return _SHARED_TYPES
-
-
-_SHARED_TYPES = None

@@ -98,14 +98,17 @@ class Task:
 
     def is_success(self, achieved_goal, desired_goal) -> np.ndarray:
         """Every object within ``distance_threshold_m`` of its goal (not one norm over the stacked goal)."""
-        return np.all(self.distances(achieved_goal, desired_goal) < self.config.distance_threshold_m, axis=-1)
+        return self._success_of(self.distances(achieved_goal, desired_goal))
+
+    def _success_of(self, distances: np.ndarray) -> np.ndarray:
+        return np.logical_and.reduce(distances < self.config.distance_threshold_m, axis=-1)
 
     def reward_terms(self, achieved_goal, desired_goal, dense: bool) -> dict:
         """Named reward terms (...) whose sum is the reward. Sparse: ``success`` -1 until every object is within the
         success radius, then 0; dense: ``distance`` -(sum of the objects' distances) [m]."""
         if dense:
-            return {"distance": -self.distances(achieved_goal, desired_goal).sum(axis=-1)}
-        return {"success": -(~self.is_success(achieved_goal, desired_goal)).astype(np.float64)}
+            return _dense_terms(self.distances(achieved_goal, desired_goal))
+        return _sparse_terms(self.is_success(achieved_goal, desired_goal))
 
     def step_evaluation(self, achieved_goal, desired_goal, dense: bool) -> tuple[dict, np.ndarray, np.ndarray]:
         """(`reward_terms`, `is_success`, `distance`) of a step's goals. With this class's definitions of the three,
@@ -117,9 +120,8 @@ class Task:
             return (self.reward_terms(achieved_goal, desired_goal, dense), self.is_success(achieved_goal, desired_goal),
                     self.distance(achieved_goal, desired_goal))
         d = self.distances(achieved_goal, desired_goal)
-        success = np.logical_and.reduce(d < self.config.distance_threshold_m, axis=-1)
-        terms = {"distance": -d.sum(axis=-1)} if dense else {"success": -(~success).astype(np.float64)}
-        return terms, success, np.maximum.reduce(d, axis=-1)
+        success = self._success_of(d)
+        return _dense_terms(d) if dense else _sparse_terms(success), success, np.maximum.reduce(d, axis=-1)
 
     def compute_reward(self, achieved_goal, desired_goal, dense: bool) -> np.ndarray:
         achieved_goal = self.checked_goals(achieved_goal, "achieved_goal")
@@ -139,6 +141,14 @@ class Task:
     def goal_markers(self, goal: np.ndarray) -> list:
         """(position (3,), radius [m]) of each goal's marker sphere in pictures."""
         return [(g, self.marker_radius_m) for g in np.asarray(goal).reshape(self.objects, 3)]
+
+
+def _dense_terms(distances: np.ndarray) -> dict:
+    return {"distance": -distances.sum(axis=-1)}
+
+
+def _sparse_terms(success: np.ndarray) -> dict:
+    return {"success": -(~success).astype(np.float64)}
 
 
 def check_goals_reachable(config) -> None:

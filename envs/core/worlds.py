@@ -40,6 +40,7 @@ class RobotTaskWorlds:
         self._template = scene.snapshot()
         scene.set_num_worlds(self.num_worlds)
         robot.start_commands(self.num_worlds, home, self.config.control_dt)
+        self._home = home
         self.goal = np.zeros((self.num_worlds, *task.goal_shape))
         self.physics = physics_report(self.num_worlds)
         self._shadow = None  # `_refinement_worlds`, built at the first refinement
@@ -159,8 +160,7 @@ class RobotTaskWorlds:
         self.scene.set_num_worlds(num_worlds)
         self.num_worlds = int(num_worlds)
         self.goal = np.repeat(self.goal[:1], num_worlds, axis=0)
-        self.robot.start_commands(num_worlds, np.asarray(self.task.robot_home(), dtype=np.float64),
-                                  self.config.control_dt)
+        self.robot.start_commands(num_worlds, self._home, self.config.control_dt)
         self.physics = physics_report(num_worlds)
 
     def _guarded_step(self, dt: float, before=None) -> dict:

@@ -479,13 +479,21 @@ class ContactPotential(Potential):
         num_worlds, n = com.shape[0], self.num_bodies
         if self.uses_kernel:
             depth = np.zeros((num_worlds, n))
-            samples, pairs, colliders = self._kernel_samples, self._kernel_pairs, self._kernel_colliders
-            contact_depth(samples.points, samples.start, samples.count, pairs.colliding, pairs.collider,
-                          pairs.collider_index, pairs.eps, pairs.delta, pairs.reach, pairs.sphere_center,
-                          pairs.sphere_radius, pairs.bound_is_half, pairs.bound_vector, pairs.bound_scalar,
-                          *colliders, kernel_array(com), kernel_array(rot), depth)
+            contact_depth(*self.depth_kernel_inputs(), kernel_array(com), kernel_array(rot), depth)
             return depth
         return self.penetration_depth_numpy(com, rot)
+
+    def depth_kernel_inputs(self) -> tuple:
+        """`kernels.depth.contact_depth`'s arguments before the poses (the samples', pairs' and colliders' kernel
+        arrays), kept: they are frozen (a scene change builds a new potential). Only with ``uses_kernel``."""
+        inputs = self.__dict__.get("_depth_inputs")
+        if inputs is None:
+            samples, pairs = self._kernel_samples, self._kernel_pairs
+            inputs = self._depth_inputs = (
+                samples.points, samples.start, samples.count, pairs.colliding, pairs.collider, pairs.collider_index,
+                pairs.eps, pairs.delta, pairs.reach, pairs.sphere_center, pairs.sphere_radius, pairs.bound_is_half,
+                pairs.bound_vector, pairs.bound_scalar, *self._kernel_colliders)
+        return inputs
 
     def penetration_depth_numpy(self, com: np.ndarray, rot: np.ndarray) -> np.ndarray:
         """`penetration_depth` in numpy: the kernel's oracle, and the path outside its scope."""

@@ -126,19 +126,8 @@ def _copy_pose(src_c, src_r, w, b, out_c, out_r):
 
 @inner_kernel
 def _static_pose(prev_c, prev_r, target_c, target_r, tau, c_out, r_out, m, theta):
-    """pipeline.interpolate_static for one static body: the pose at fraction tau of the step."""
-    if tau == 1.0:
-        for a in range(3):
-            c_out[a] = target_c[a]
-            for b in range(3):
-                r_out[a, b] = target_r[a, b]
-        return
-    if tau == 0.0:
-        for a in range(3):
-            c_out[a] = prev_c[a]
-            for b in range(3):
-                r_out[a, b] = prev_r[a, b]
-        return
+    """pipeline.interpolate_static for one static body: the pose at fraction 0 < tau < 1 of the step (at 1 and 0
+    the callers copy the pose with `_copy_pose`: a call of this one takes views, which cost reference counting)."""
     for a in range(3):
         c_out[a] = prev_c[a] + tau * (target_c[a] - prev_c[a])
     matmul3_bt(target_r, prev_r, m)
