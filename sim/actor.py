@@ -61,6 +61,7 @@ class RigidActor:
             raise TypeError(f"layer must be a string, got {layer!r}")
         self._row()
         self._record.layer = layer
+        self._scene._contact.edited()  # the contact pairs follow the layers
 
     def get_collider_type(self):
         return self._record.collider_type

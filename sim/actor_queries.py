@@ -89,6 +89,9 @@ class ActorQueryRegistry:
         if entry is not None and entry[0] == actor._record.handle:
             del self._entries[handle.value]
 
+    def has_entries(self) -> bool:
+        return bool(self._entries)
+
     def is_active(self, query_type: QueryType) -> bool:
         return bool(self._entries) and any(qt is query_type for _, qt, _ in self._entries.values())
 

@@ -171,7 +171,7 @@ class ConstraintSystem(Potential):
 
     def after_step(self, scene, report) -> None:
         # Forces first: they need the stage-start (old) targets the step used.
-        if scene.is_query_registered(QueryType.CONSTRAINT_FORCE):
+        if scene.has_registered_queries() and scene.is_query_registered(QueryType.CONSTRAINT_FORCE):
             self._forces = {}
             for kind, cs in self._sets.items():
                 if not len(cs):
@@ -490,22 +490,24 @@ class ConstraintSceneMixin:
         constraints = tuple(constraints)
         system = self._constraint_system
         # Their rows, kept while the set's handle array is the same object (adding or removing a constraint of
-        # the type replaces it), so a robot's per-substep call does not look each constraint up again. A tuple
-        # found here holds only Constraint objects (they compare equal to Constraints only).
+        # the type replaces it), so a robot's per-substep call does not look each constraint up again. Kept per
+        # the constraint objects' identities (equal handles in another scene compare equal), with the objects.
         cache = self.__dict__.setdefault("_pivot_rows_cache", {})
         handles = system._handles.get("RigidPivotPosition") if system is not None else None
-        hit = cache.get(constraints)
-        miss = hit is None or hit[0] is not handles
-        if miss and not all(isinstance(c, Constraint) for c in constraints):
-            raise TypeError("constraints must be Constraint objects")
-        if any(c._system is not system for c in constraints):  # equal handles in another scene compare equal
-            raise ValueError("every constraint must belong to this scene")
-        if miss:
+        key = tuple(map(id, constraints))
+        hit = cache.get(key)
+        if hit is None or hit[0] is not handles or hit[1] is not system:
+            if not all(isinstance(c, Constraint) for c in constraints):
+                raise TypeError("constraints must be Constraint objects")
+            if any(c._system is not system for c in constraints):
+                raise ValueError("every constraint must belong to this scene")
             located = [c._require_type("set_target_positions", "RigidPivotPosition") for c in constraints]
+            if len(cache) >= 64:
+                cache.clear()
             # one set per type in a scene: every RigidPivotPosition lives in located[k][0]
-            hit = cache[constraints] = (handles, located[0][0] if located else None,
-                                        np.array([row for _, row in located], dtype=np.int64))
-        _, cs, rows = hit
+            hit = cache[key] = (handles, system, located[0][0] if located else None,
+                                np.array([row for _, row in located], dtype=np.int64), constraints)
+        _, _, cs, rows, _ = hit
         num_worlds = self.num_worlds
         worlds = slice(None) if world is None else self._worlds(world)  # None: every world, without an index
         count = num_worlds if world is None else worlds.size

@@ -67,6 +67,7 @@ class ContactSystem(Potential):
         self._layer_disabled: set = set()  # (layer_colliding, layer_collider)
         self._actor_disabled: set = set()  # (handle_colliding, handle_collider)
         self._overrides: dict = {}  # frozenset{handle_a, handle_b} -> ContactPairParamsOverride
+        self._edits = 0  # counts edits of the layers, the disabled pairs and the overrides (`edited`)
         self._forces = None  # (W, N, 3)
         self._torques = None
         self._points = None  # per world list of ContactPoint
@@ -77,19 +78,17 @@ class ContactSystem(Potential):
     def invalidate(self) -> None:
         self._potential = None
 
+    def edited(self) -> None:
+        """An actor's layer, the disabled layer or actor pairs or the pair overrides changed: the next step rebuilds
+        the potential. Every edit of them goes through here (the actors and the scene's contact methods)."""
+        self._edits += 1
+
     def _current_version(self):
         """What the built potential depends on besides the model. The actors, their contact parameters and CoMs are
         the model's: the scene builds a new model after any change to them (`Scene._mark_dirty`), so the model
-        object itself stands for them (`potential` compares it by identity); the layers, the disabled pairs, the
-        overrides and the evaluation switches are read here."""
-        scene = self._scene
-        return (
-            tuple(r.layer for r in scene.actor_records()),
-            frozenset(self._layer_disabled) if self._layer_disabled else None,
-            frozenset(self._actor_disabled) if self._actor_disabled else None,
-            tuple(sorted((tuple(sorted(k)), repr(v)) for k, v in self._overrides.items())) if self._overrides else None,
-            self._eval_repr(scene.contact_evaluation_params()),
-        )
+        object itself stands for them (`potential` compares it by identity); the layers, the disabled pairs and the
+        overrides by the count of their edits (`edited`), the evaluation switches by their values."""
+        return self._edits, self._eval_repr(self._scene.contact_evaluation_params())
 
     def _eval_repr(self, params) -> str:
         """repr of the contact evaluation switches, kept per object: the scene replaces its solver parameters (a
@@ -176,6 +175,8 @@ class ContactSystem(Potential):
         return None if pot is None else pot.penetration_depth(com_position, rotation)
 
     def after_step(self, scene, report) -> None:
+        if not scene.has_registered_queries():
+            return
         want_force = scene.is_query_registered(QueryType.TOTAL_CONTACT_FORCE)
         want_points = scene.is_query_registered(QueryType.CONTACT_POINTS)
         if not (want_force or want_points or scene.is_query_registered(QueryType.SDF_DISTANCES)):
@@ -229,6 +230,7 @@ class ContactSystem(Potential):
         self._actor_disabled = {p for p in self._actor_disabled if h not in p}
         self._overrides = {k: v for k, v in self._overrides.items() if h not in k}
         self._forces = self._torques = self._points = None
+        self.edited()
         self.invalidate()
 
     def on_num_worlds_changed(self, num_worlds) -> None:
@@ -333,6 +335,7 @@ class ContactSceneMixin:
             self._contact._layer_disabled.discard(pair)
         else:
             self._contact._layer_disabled.add(pair)
+        self._contact.edited()
 
     def enable_layer_contact_symmetric(self, layer_a: str, layer_b: str, enable: bool = True) -> None:
         self.enable_layer_contact_asymmetric(layer_a, layer_b, enable)
@@ -362,6 +365,7 @@ class ContactSceneMixin:
             self._contact._actor_disabled.discard(pair)
         else:
             self._contact._actor_disabled.add(pair)
+        self._contact.edited()
 
     def enable_actor_contact_symmetric(self, actor_a, actor_b, enable: bool = True,
                                        include_nested_actors: IncludeNestedActors = IncludeNestedActors.NO) -> None:
@@ -386,9 +390,11 @@ class ContactSceneMixin:
         if len(key) != 2:
             raise ValueError("a contact pair override needs two different actors")
         self._contact._overrides[key] = override
+        self._contact.edited()
 
     def clear_contact_pair_params_override(self, actor_a, actor_b) -> None:
         self._contact._overrides.pop(frozenset((self._handle_of(actor_a), self._handle_of(actor_b))), None)
+        self._contact.edited()
 
     def has_contact_pair_params_override(self, actor_a, actor_b) -> bool:
         return frozenset((self._handle_of(actor_a), self._handle_of(actor_b))) in self._contact._overrides

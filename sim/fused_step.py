@@ -124,13 +124,69 @@ def _scratch(state, num_worlds, n, num_stages):
     return arrays
 
 
+class _Bound:
+    """What a group's fused step reads that depends only on the model, the settings, the tableau, the step length,
+    the gravity and the world count: kept on the state and reused while those are the same objects (a scene replaces
+    its model, settings and gravity on every change, never edits them), so a step does not re-derive them."""
+
+    __slots__ = ("key", "gravity_bytes", "params", "is_static", "world_rows", "gravity_w", "force_weight",
+                 "b_tilde", "num_stages", "outside", "guess_targets", "stage_times", "begin_heads", "begin_tail",
+                 "end_heads", "star", "static_v", "static_w", "stages", "guess_c", "guess_r", "vec", "mat",
+                 "abs_tol")
+
+    def __init__(self, key, model, state, tab, dt, solver, gravity, worlds, num_worlds, n):
+        self.key = key
+        self.gravity_bytes = gravity.tobytes()
+        params = self.params = solver.non_linear_solver
+        bodies = model.bodies
+        arrays = bodies.kernel_arrays
+        self.is_static = arrays.is_static
+        self.world_rows = kernel_array(worlds, np.int64)
+        self.gravity_w = _gravity_rows(gravity, worlds, num_worlds)
+        a_ref, self.force_weight, sqrt_inertia, sqrt_mass = _weight_inputs(bodies, gravity)
+        alpha, a_tilde, self.b_tilde = _tableau_arrays(tab)
+        self.num_stages = num_stages = tab.num_stages
+        self.outside = params.initial_guess is _OUTSIDE  # the kernels' targets guess, then the depth test's kernel
+        guess_mode = fused_kernels.GUESS_TARGETS if self.outside else _GUESS_CODE[params.initial_guess]
+        self.guess_targets = guess_mode == fused_kernels.GUESS_TARGETS
+        self.vec, self.mat = (num_worlds, n, 3), (num_worlds, n, 3, 3)
+        (self.star, self.static_v, self.static_w, self.stages, self.guess_c,
+         self.guess_r) = _scratch(state, num_worlds, n, num_stages)
+        self.abs_tol = float(params.abs_tol)
+        times, heads, ends = [], [], []
+        for i in range(num_stages):
+            stage_dt = dt * float(tab.stage_dt_factors[i])
+            tau_end = float(tab.stage_time_factors[i])
+            tau_start = tau_end - float(tab.stage_dt_factors[i])
+            times.append((stage_dt, tau_end))
+            heads.append((i, alpha, tab.num_history, a_tilde, float(dt), stage_dt, tau_start, tau_end, guess_mode,
+                          arrays.is_static, _static_pivot(bodies), sqrt_inertia, sqrt_mass, a_ref))
+            ends.append((i, i == num_stages - 1, self.b_tilde, stage_dt, self.abs_tol, arrays.is_static,
+                         self.force_weight))
+        self.stage_times, self.begin_heads, self.end_heads = times, heads, ends
+        self.begin_tail = (worlds, *self.star, self.static_v, self.static_w, *self.stages)
+
+
+def _bound(model, state, tab, dt, solver, gravity, worlds, all_worlds, num_worlds, n) -> _Bound:
+    """The group's `_Bound`, kept on the state for the all-worlds group (the single-env and batched common case)."""
+    if not all_worlds:
+        return _Bound(None, model, state, tab, dt, solver, gravity, worlds, num_worlds, n)
+    b = state.__dict__.get("_fused_bound")
+    if b is not None:
+        k = b.key  # written out: this runs every step
+        if (k[0] is model and k[1] is solver and k[2] is tab and k[3] == dt and k[4] is gravity and k[5] == num_worlds
+                and k[6] == n and b.gravity_bytes == gravity.tobytes()):
+            return b
+    b = _Bound((model, solver, tab, dt, gravity, num_worlds, n), model, state, tab, dt, solver, gravity, worlds,
+               num_worlds, n)
+    state._fused_bound = b
+    return b
+
+
 def run_group(group, kplan, out, report) -> Kinematics:
     """`pipeline._GroupStep.run` for ``group`` (a `_GroupStep`) on the fused kernels: the group's new state goes
     into ``out``'s rows, or, with ``out`` None, is returned as fresh arrays."""
-    model, state, tab, dt, solver = group.model, group.state, group.tab, group.dt, group.solver
-    params = solver.non_linear_solver
-    bodies = model.bodies
-    arrays = bodies.kernel_arrays
+    model, state, tab, dt = group.model, group.state, group.tab, group.dt
     # the history as it is, unless a spin was set from outside
     if group.all_worlds and not np.logical_or.reduce(state.sym_dirty, axis=None):
         hist = state.history[: tab.num_history]
@@ -143,26 +199,19 @@ def run_group(group, kplan, out, report) -> Kinematics:
     if group.all_worlds:
         prev_c, prev_r = state.static_previous_com, state.static_previous_rotation
         external_force, offset_force = state.external_force, state.offset_force
-        world_rows = worlds
     else:
         prev_c, prev_r = state.static_previous_com[worlds], state.static_previous_rotation[worlds]
         external_force, offset_force = state.external_force[worlds], state.offset_force[worlds]
-        world_rows = worlds
-    gravity = group.gravity
     num_worlds, n = h0.com_position.shape[:2]
-    gravity_w = _gravity_rows(gravity, worlds, num_worlds)
-    a_ref, force_weight, sqrt_inertia, sqrt_mass = _weight_inputs(bodies, gravity)
-    torque_weight = np.empty((num_worlds, n, 3))  # stage_begin's, at stage 0
+    b = _bound(model, state, tab, dt, group.solver, group.gravity, worlds, group.all_worlds, num_worlds, n)
+    params, gravity_w, force_weight = b.params, b.gravity_w, b.force_weight
+    torque_weight = np.empty(b.vec)  # stage_begin's, at stage 0
     has_offset = offset_force.shape[2] > 0
     offset_local = state.offset_local if has_offset else None
     offset_force = offset_force if has_offset else None
-    alpha, a_tilde, b_tilde = _tableau_arrays(tab)
-    num_stages = tab.num_stages
-    outside = params.initial_guess is _OUTSIDE  # the kernels' targets guess, then the depth test's kernel
-    guess_mode = fused_kernels.GUESS_TARGETS if outside else _GUESS_CODE[params.initial_guess]
-
-    vec, mat = (num_worlds, n, 3), (num_worlds, n, 3, 3)
-    star, static_v, static_w, stages, guess_c, guess_r = _scratch(state, num_worlds, n, num_stages)
+    num_stages = b.num_stages
+    vec, mat = b.vec, b.mat
+    stages, guess_c, guess_r = b.stages, b.guess_c, b.guess_r
     step_status = np.zeros(num_worlds, dtype=np.int64)
     actor_status = np.zeros((num_worlds, n), dtype=np.int64)
     counts = np.zeros(2, dtype=np.int64)
@@ -176,39 +225,34 @@ def run_group(group, kplan, out, report) -> Kinematics:
         older = tuple(kernel_array(a) for h in (h1, h2) for a in (h.com_position, h.rotation, h.linear_velocity,
                                                                     h.angular_velocity, h.velocity_sym))
     prev_c, prev_r = kernel_array(prev_c), kernel_array(prev_r)
-    stage_dt_factors, stage_time_factors = tab.stage_dt_factors, tab.stage_time_factors
     if not fused_kernels.stage_begin.overloads and newton_kernels.cold_cache():
         # The first step of a process on a cold cache: a child compiles the fused kernels while this process
         # compiles the Newton (run on no worlds; its callees compile in two more children), then loads them.
         children = compile_in_processes([f"from {fused_kernels.__name__} import compile_kernels; compile_kernels()"])
         none = slice(0, 0)
         newton_kernel.run_stage(
-            kplan, model, dt * float(stage_dt_factors[0]), *(a[none] for a in history), gravity_w[none],
+            kplan, model, b.stage_times[0][0], *(a[none] for a in history), gravity_w[none],
             kernel_array(external_force)[none], None if offset_force is None else kernel_array(offset_force)[none],
-            offset_local, force_weight, torque_weight[none], kernel_array(world_rows, np.int64)[none],
+            offset_local, force_weight, torque_weight[none], kernel_array(worlds, np.int64)[none],
             guess_c[none], guess_r[none], params)
         for child in children:
             child.wait()
+    star_tail = (*b.star, history[0], history[1], b.static_v, b.static_w, *stages, step_status, actor_status,
+                 counts, residual, *end)
     for i in range(num_stages):
-        stage_dt = dt * float(stage_dt_factors[i])
-        tau_end = float(stage_time_factors[i])
-        tau_start = tau_end - float(stage_dt_factors[i])
-        guess = _pivot_guess(kplan, bodies, stage_dt) if guess_mode == fused_kernels.GUESS_TARGETS else _NO_GUESS
+        stage_dt, tau_end = b.stage_times[i]
+        guess = _pivot_guess(kplan, model.bodies, stage_dt) if b.guess_targets else _NO_GUESS
         start = [np.empty(vec), np.empty(mat), np.empty(vec), np.empty(vec), np.empty(mat)]
-        fused_kernels.stage_begin(
-            i, alpha, tab.num_history, a_tilde, float(dt), stage_dt, tau_start, tau_end, guess_mode,
-            arrays.is_static, _static_pivot(bodies), sqrt_inertia, sqrt_mass, a_ref, torque_weight, *history,
-            *older, prev_c, prev_r, *guess, world_rows, *star, static_v, static_w, *stages, *start, guess_c, guess_r)
-        if outside:
+        fused_kernels.stage_begin(*b.begin_heads[i], torque_weight, *history, *older, prev_c, prev_r, *guess,
+                                  *b.begin_tail, *start, guess_c, guess_r)
+        if b.outside:
             latest = (history[:2] + history[2:4]) if i == 0 else tuple(stages[k][i - 1] for k in range(4))
-            _guess_outside(kplan, arrays.is_static, latest, stage_dt, guess_c, guess_r)
+            _guess_outside(kplan, b.is_static, latest, stage_dt, guess_c, guess_r)
         out_c, out_r, out_grad, status, iterations, ls_iterations = newton_kernel.run_stage(
             kplan, model, stage_dt, *start, gravity_w, external_force, offset_force, offset_local, force_weight,
-            torque_weight, world_rows, guess_c, guess_r, params)
-        fused_kernels.stage_end(
-            i, i == num_stages - 1, b_tilde, stage_dt, float(params.abs_tol), arrays.is_static, force_weight,
-            torque_weight, start[0], start[1], out_c, out_r, out_grad, status, iterations, ls_iterations, *star,
-            history[0], history[1], static_v, static_w, *stages, step_status, actor_status, counts, residual, *end)
+            torque_weight, b.world_rows, guess_c, guess_r, params, fresh=True)
+        fused_kernels.stage_end(*b.end_heads[i], torque_weight, start[0], start[1], out_c, out_r, out_grad, status,
+                                iterations, ls_iterations, *star_tail)
     report.num_stages += num_stages
     report.max_iterations = max(report.max_iterations, int(counts[0]))
     report.max_line_search_iterations = max(report.max_line_search_iterations, int(counts[1]))

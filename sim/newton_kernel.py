@@ -227,18 +227,22 @@ def _contact_inputs(pot):
 
 def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0, gravity, external_force,
               offset_force, offset_local, force_weight, torque_weight, world_rows, guess_c, guess_r,
-              params: NonLinearSolverParams):
+              params: NonLinearSolverParams, fresh: bool = False):
     """One stage's compiled Newton solve of every world: the stage start (W, N, ...), gravity (W, 3), loads,
     offset forces (None when there are none), the convergence weights (N,) and (W, N, 3), the worlds' rows of the
     constraints' per-world arrays (W,), Newton's start; the caller has checked that they fit the plan's
     potentials. Returns out_c (W, N, 3), out_r (W, N, 3, 3), the gradient there (W, N, 6), status, iterations,
     line-search iterations (W,). The frozen inputs (the model's, the contact potential's and the pivot sets'
-    arrays) are converted once and kept on their objects."""
+    arrays) are converted once and kept on their objects. ``fresh``: the stage start, the guess and the world
+    rows are kernel arrays already (the fused step allocates them), so they are not checked again."""
     arrays = model.bodies.kernel_arrays
     dyn_index, any_newton_euler = _body_inputs(model.bodies)
     num_worlds, n = guess_c.shape[:2]
-    world_rows = kernel_array(world_rows, np.int64)
-    com0, rot0 = kernel_array(com0), kernel_array(rot0)
+    if not fresh:
+        world_rows = kernel_array(world_rows, np.int64)
+        com0, rot0 = kernel_array(com0), kernel_array(rot0)
+        vel0, omega0, sym0 = kernel_array(vel0), kernel_array(omega0), kernel_array(sym0)
+        guess_c, guess_r = kernel_array(guess_c), kernel_array(guess_r)
     pot = kplan.contact.potential() if kplan.contact is not None else None
     contact_args = _contact_inputs(pot) if pot is not None else _NO_CONTACT
 
@@ -278,9 +282,6 @@ def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0
     needed = _NEEDED.get(flags)
     if needed is None:
         needed = _NEEDED[flags] = newton_kernels.needed_callees(*flags)
-    vel0, omega0 = kernel_array(vel0), kernel_array(omega0)
-    sym0 = kernel_array(sym0)
-    guess_c, guess_r = kernel_array(guess_c), kernel_array(guess_r)
     solver_args = _solver_args(params)
     stage_dt = float(stage_dt)
 

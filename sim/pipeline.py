@@ -181,8 +181,11 @@ def step(model: Model, state: State, dt: float, solver: SolverParams, gravity: n
     potentials = CORE_POTENTIALS + tuple(extra_potentials)
     path, kplan, fused, report.solver_path = step_plan(extra_potentials, solver, held_plan)
     kplan = kplan if path == "compiled" else None
+    full = False  # every world has the longest history already: the step leaves num_history as it is
     if num_worlds == 1:  # one world, one group (the single-env case, without the reductions below)
-        groups = [min(int(state.num_history[0]), needed)]
+        have = int(state.num_history[0])
+        full = have >= 3
+        groups = [min(have, needed)]
         avail = None
     else:
         avail = np.minimum(state.num_history, needed)
@@ -204,7 +207,8 @@ def step(model: Model, state: State, dt: float, solver: SolverParams, gravity: n
                 group.run(new_history0, report)
     # Shift the history: the new completed step becomes y_n.
     state.history = [new_history0] + state.history[:2]
-    state.num_history = np.minimum(state.num_history + 1, 3)
+    if not full:  # a new array (snapshots share the old one), unless no count changes
+        state.num_history = np.minimum(state.num_history + 1, 3)
     state.static_previous_com = new_history0.com_position.copy()
     state.static_previous_rotation = new_history0.rotation.copy()
     state.time = state.time + dt

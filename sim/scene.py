@@ -61,6 +61,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         self.name = name
         self._records: list = []  # actor records in model row order
         self._rows_cache: dict = {}  # tuple of actors -> their rows (`_rows`)
+        self._com_local_cache: tuple = (None, {})  # (model, {id(rows): (rows, com_local or None)}), `_com_local_of`
         self._row_index: dict = {}  # id(record) -> row, a cache `_row_of` checks and rebuilds
         self._actors: dict = {}  # handle -> RigidActor
         self._gravity = np.array(DEFAULT_GRAVITY, dtype=np.float64)
@@ -256,6 +257,10 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
     def unregister_query(self, query_type: QueryType) -> None:
         self._queries.discard(query_type)
 
+    def has_registered_queries(self) -> bool:
+        """True when any query is registered on the scene or on an actor (the step's query work is skipped else)."""
+        return bool(self._queries) or self._actor_queries.has_entries()
+
     def is_query_registered(self, query_type: QueryType) -> bool:
         """True when steps compute this query's results: registered on the scene or on any of its actors."""
         return query_type in self._queries or self._actor_queries.is_active(query_type)
@@ -399,20 +404,52 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
     def get_actor_poses(self, actors) -> tuple[np.ndarray, np.ndarray]:
         """Root transforms of ``actors`` in every world: translations (W, K, 3), quaternions (W, K, 4) (x, y, z, w)."""
         rows = self._rows(actors)
-        com_local = np.array([self._records[r].com_local for r in rows]).reshape(len(rows), 3)
+        com_local = self._com_local_of(rows)
         cur = self._state.current
-        rot = cur.rotation[:, rows]
-        trans = cur.com_position[:, rows] - np.einsum("wkij,kj->wki", rot, com_local)
+        rot = cur.rotation.take(rows, axis=1)
+        trans = cur.com_position.take(rows, axis=1)
+        if com_local is not None:
+            trans = trans - np.einsum("wkij,kj->wki", rot, com_local)
         return trans, lie.matrix_to_quat(rot)
 
     def get_actor_translations(self, actors) -> np.ndarray:
         """Root-transform translations (W, K, 3) of ``actors`` (no quaternion conversion)."""
         rows = self._rows(actors)
-        com_local = self.get_model().bodies.com_local.take(rows, axis=0)  # the records' com_local, in model rows
         cur = self._state.current
         # take: the same copies as integer indexing (C-ordered), without its Python-level indexing cost
-        return cur.com_position.take(rows, axis=1) - np.einsum("wkij,kj->wki", cur.rotation.take(rows, axis=1),
-                                                                com_local)
+        com = cur.com_position.take(rows, axis=1)
+        com_local = self._com_local_of(rows)
+        if com_local is None:  # every CoM at its root (boxes, spheres): c - R 0 = c, without the product
+            return com
+        return com - np.einsum("wkij,kj->wki", cur.rotation.take(rows, axis=1), com_local)
+
+    def _com_local_of(self, rows) -> np.ndarray | None:
+        """The rows' com_local (K, 3) in model order, or None when all are zero; kept per model and rows array (the
+        getters pass `_rows`' kept arrays)."""
+        model = self.get_model()
+        cached = self._com_local_cache
+        if cached[0] is not model:
+            cached = self._com_local_cache = (model, {})
+        key = id(rows)
+        hit = cached[1].get(key)
+        if hit is None or hit[0] is not rows:
+            if len(cached[1]) >= 64:  # rows built per call (actors passed as other iterables): keep it bounded
+                cached[1].clear()
+            com_local = model.bodies.com_local.take(rows, axis=0)
+            hit = cached[1][key] = (rows, None if not np.any(com_local) else com_local)
+        return hit[1]
+
+    def get_actor_rows(self, actors) -> np.ndarray:
+        """The model rows (K,) of ``actors``: their index along the state arrays' body axis (`state_arrays`), valid
+        while `get_model` returns the same model (adding or removing actors moves rows)."""
+        return self._rows(actors).copy()
+
+    def state_arrays(self) -> tuple:
+        """The current state's own arrays (not copies): CoM positions (W, N, 3), rotations (W, N, 3, 3), linear and
+        angular velocities (W, N, 3), bodies in model rows. For compiled readers of many bodies at once; read
+        them, never write them, and do not keep them past the next step or state change."""
+        cur = self._state.current
+        return cur.com_position, cur.rotation, cur.linear_velocity, cur.angular_velocity
 
     def get_actor_rotations(self, actors) -> np.ndarray:
         return self._state.current.rotation.take(self._rows(actors), axis=1)  # a copy

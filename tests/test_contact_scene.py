@@ -290,3 +290,20 @@ def test_contact_change_in_a_pre_step_callback_applies_to_that_step():
     # no contact in this very step: free fall over 0.05 s (BE: g dt^2 = 0.0245 m, plus the settling cube's
     # residual velocity times dt: measured 5.5e-6 m); with contact it would stay within 1e-4 m of rest
     assert rest - cube.get_center_of_mass_transform().translation[1] == pytest.approx(9.8 * 0.05**2, abs=2e-5)
+
+
+def test_moving_an_actor_to_another_layer_takes_effect_at_the_next_step():
+    """The contact pairs are rebuilt when an actor's layer changes and nothing else does (no new model)."""
+    scene = mochi.create_scene()
+    ground(scene, layer="floor")
+    cube = scene.create_rigid_actor(shape=box_mesh((0.2, 0.2, 0.2)), density=1000.0, layer="props",
+                                    world_from_local=mochi.TransformRT(translation=[0, 0.1993, 0]))
+    scene.enable_layer_contact_symmetric("ghosts", "floor", False)
+    for _ in range(5):
+        scene.step(0.01)
+    resting = cube.get_center_of_mass_transform().translation[1]
+    assert resting == pytest.approx(0.1993, abs=1e-3)
+    cube.set_contact_layer("ghosts")
+    for _ in range(5):
+        scene.step(0.01)
+    assert cube.get_center_of_mass_transform().translation[1] < resting - 0.005  # falls through the floor now

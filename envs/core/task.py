@@ -82,6 +82,13 @@ class Task:
         """Real bounds (low, high) of the task's observation parts, given the robot's."""
         return {}
 
+    def observed_objects(self):
+        """[(name, actor, spin bound [rad/s])] when `observation` is the objects' standard parts (per object
+        ``name``, ``name_rel_grip``, ``name_rotation``, ``name_velocity``, ``name_spin``, as `PushTask`'s), which
+        the worlds then compute in one compiled call (envs/core/kernels.py); None: only ``observation`` knows them.
+        A class that redefines ``observation`` must redefine this too, or its ``observation`` is what runs."""
+        return None
+
     def step_infos(self, scene) -> dict:
         """Task-specific info entries: name -> (W,) array of scalars per world (e.g. a landing point)."""
         return {}

@@ -12,10 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 import superdex_gym.sim as mochi
-
+from superdex_gym.sim.jit import kernel_array
 from superdex_gym.sim.validation import real_array
 
-from .config import WorldConfig, finite_array
+from . import kernels as obs_kernels
+from .config import V_MAX, WorldConfig, finite_array
+from .kernels import guard_substep
 
 
 _STOPPED = mochi.ConvergenceStatus.STOPPED.value
@@ -51,6 +53,7 @@ class RobotTaskWorlds:
         missing = set(task.observation_layout) - set(self._bounds)
         if missing:
             raise ValueError(f"task {task.name!r} lays out observation parts nobody provides: {sorted(missing)}")
+        self._compiled_obs = _compiled_observation(robot, task)
 
     # --- reset ---------------------------------------------------------------------------------------------------
     def reset_worlds(self, worlds: np.ndarray, rngs: list, options: dict | None = None) -> None:
@@ -107,8 +110,8 @@ class RobotTaskWorlds:
         if not np.logical_and.reduce(np.isfinite(actions), axis=None):
             bad = np.argwhere(~np.isfinite(actions))[0]
             raise ValueError(f"action contains NaN or inf (world {bad[0]}, component {bad[1]}); nothing was stepped")
-        self.robot.begin_action(actions)
         n, dt = self.config.substeps, self.config.physics_dt
+        self.robot.begin_action(actions, tuple(j / n for j in range(1, n + 1)))  # the substeps' ends, as below
         report = self._refined_step(dt, 0.0, 1.0 / n, self.config.substep_refinement)  # fresh arrays: kept as is
         for j in range(2, n + 1):
             merge_reports(report, self._refined_step(dt, (j - 1) / n, j / n, self.config.substep_refinement))
@@ -169,20 +172,19 @@ class RobotTaskWorlds:
         back where the step started, so nothing passes through or over a wall, the table or the floor. Returns the
         step's `physics_report` (status, ratio, undone); ``before``: a snapshot of the scene as it is, if the caller
         took one."""
-        before = self.scene.step_snapshot() if before is None else before
-        self.scene.step(dt)  # its warnings are off (set_step_warnings): reported per world in info instead
-        status = self.scene.get_world_status()  # copies: the record owns them
-        ratio = self.scene.get_tunnelling_ratio()
-        lin, _ = self.scene.get_actor_velocities(self._dynamic)
-        speed = np.sqrt(np.maximum.reduce(np.einsum("wni,wni->wn", lin, lin), axis=1))  # the fastest body's
-        undo = (ratio >= 1.0) | (speed > self._escape_speed)
-        if np.logical_or.reduce(undo):
-            self.scene.restore_snapshot(before, worlds=np.flatnonzero(undo))
-        diverged = status == _DIVERGED
-        return physics_report(self.num_worlds, solver_status=status,
-                              stopped_substeps=(status == _STOPPED).astype(np.int64),
-                              diverged_substeps=diverged.astype(np.int64), tunnelling_ratio=ratio,
-                              physics_diverged=diverged | undo)
+        scene, num_worlds = self.scene, self.num_worlds
+        before = scene.step_snapshot() if before is None else before
+        scene.step(dt)  # its warnings are off (set_step_warnings): reported per world in info instead
+        status = scene.get_world_status()  # copies: the record owns them
+        ratio = scene.get_tunnelling_ratio()
+        stopped, diverged = np.empty(num_worlds, dtype=np.int64), np.empty(num_worlds, dtype=np.int64)
+        undo, physics_diverged = np.empty(num_worlds, dtype=bool), np.empty(num_worlds, dtype=bool)
+        if guard_substep(status, ratio, scene.get_actor_velocities(self._dynamic)[0], self._escape_speed, _STOPPED,
+                         _DIVERGED, stopped, diverged, undo, physics_diverged):
+            scene.restore_snapshot(before, worlds=np.flatnonzero(undo))
+        return {"solver_status": status, "stopped_substeps": stopped, "diverged_substeps": diverged,
+                "refined_substeps": np.zeros(num_worlds, dtype=np.int64), "tunnelling_ratio": ratio,
+                "physics_diverged": physics_diverged}  # a `physics_report`, its keys in its order
 
     def physics_infos(self) -> dict:
         """The last control step's `physics_report` (copies; zeros for worlds reset since)."""
@@ -191,6 +193,14 @@ class RobotTaskWorlds:
     # --- observations --------------------------------------------------------------------------------------------
     def observations(self) -> dict:
         """Goal-conditioned observation dict of float32 arrays with a leading world axis."""
+        if self._compiled_obs is not None:
+            obs = self._compiled_obs.observe(self.scene, self.goal)
+            if obs is not None:
+                return obs
+        return self.numpy_observations()
+
+    def numpy_observations(self) -> dict:
+        """`observations` from the robot's and the task's ``observation`` parts (the compiled one's oracle)."""
         parts = self.robot.observation()
         parts.update(self.task.observation(self.scene, parts))
         obs = np.concatenate([parts[k] for k in self.task.observation_layout], axis=1)
@@ -271,3 +281,74 @@ def merge_reports(report: dict, step: dict) -> None:
         report[key] += step[key]
     report["tunnelling_ratio"] = np.maximum(report["tunnelling_ratio"], step["tunnelling_ratio"])
     report["physics_diverged"] |= step["physics_diverged"]
+
+
+def _defined_in(cls, name):
+    return next(c for c in cls.__mro__ if name in c.__dict__)
+
+
+def _compiled_observation(robot, task):
+    """A `_CompiledObservation` when the robot is the floating gripper and the task's parts are the objects'
+    standard ones (`Task.observed_objects`, declared where ``observation`` is defined or below), else None."""
+    finger_spec = robot.observed_fingers() if hasattr(robot, "observed_fingers") else None
+    objects = task.observed_objects()
+    if finger_spec is None or objects is None:
+        return None
+    if not issubclass(_defined_in(type(task), "observed_objects"), _defined_in(type(task), "observation")):
+        return None  # a subclass redefined observation only: its own parts
+    codes = {**obs_kernels.ROBOT_PARTS}
+    for k, (name, _, _) in enumerate(objects):
+        codes.update({(name + suffix): (code, k) for suffix, code in obs_kernels.OBJECT_PARTS.items()})
+
+    def table(names):
+        rows, col = [], 0
+        for part in names:
+            code = codes.get(part)
+            if code is None:
+                return None, 0
+            code, k = code if isinstance(code, tuple) else (code, 0)
+            rows.append((code, k, col))
+            col += obs_kernels.PART_WIDTH[code]
+        return np.array(rows, dtype=np.int64).reshape(-1, 3), col
+
+    layout, width = table(task.observation_layout)
+    goal_layout, goal_width = table(task.achieved_goal_parts)
+    if layout is None or goal_layout is None:
+        return None
+    return _CompiledObservation(finger_spec, objects, layout, width, goal_layout, goal_width)
+
+
+class _CompiledObservation:
+    """The observation dict in one kernel call (`kernels.observe_gripper_objects`): the same float32 values as the
+    robot's and task's ``observation`` parts (tests/test_env_kernels.py), which still run where a rotation is near
+    pi (the rotation vector's quaternion route)."""
+
+    def __init__(self, finger_spec, objects, layout, width, goal_layout, goal_width):
+        self.fingers, tip = finger_spec
+        self.tip = np.asarray(tip, dtype=np.float64)
+        self.objects = [actor for _, actor, _ in objects]
+        self.spin = np.array([spin for _, _, spin in objects], dtype=np.float64)
+        self.layout, self.width, self.goal_layout, self.goal_width = layout, width, goal_layout, goal_width
+        self._model = None  # the scene's model the rows below are of
+
+    def observe(self, scene, goal) -> dict | None:
+        model = scene.get_model()
+        if model is not self._model:
+            com_local = model.bodies.com_local
+            self.finger_rows = scene.get_actor_rows(self.fingers)
+            self.object_rows = scene.get_actor_rows(self.objects)
+            self.finger_com_local = kernel_array(com_local[self.finger_rows])
+            self.object_com_local = kernel_array(com_local[self.object_rows].reshape(-1, 3))
+            self._model = model
+        com, rot, lin, ang = (kernel_array(a) for a in scene.state_arrays())
+        num_worlds = com.shape[0]
+        obs = np.empty((num_worlds, self.width), dtype=np.float32)
+        achieved = np.empty((num_worlds, self.goal_width), dtype=np.float32)
+        k = len(self.objects)
+        if obs_kernels.observe_gripper_objects(
+                com, rot, lin, ang, self.finger_rows, self.finger_com_local, self.tip, V_MAX, self.object_rows,
+                self.object_com_local, self.spin, self.layout, self.goal_layout, obs, achieved,
+                np.empty((num_worlds, k, 3)), np.empty((num_worlds, k), dtype=bool)):
+            return None
+        return {"observation": obs, "achieved_goal": achieved, "desired_goal": goal.astype(np.float32)}
+

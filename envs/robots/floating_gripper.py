@@ -96,6 +96,7 @@ class FloatingGripper:
         self._workspace_high = np.asarray(config.workspace_high, dtype=np.float64)
         self._tip = np.array([0.0, 0.0, -self.config.finger_half_extents[2]])  # grip point from the fingers' mean
         self._reach = np.array([0.0, 0.0, self.config.finger_reach_m])  # palm centre from the grip point
+        self._planned = {}  # fraction of the control step -> the bodies' targets there (`begin_action`)
 
     @staticmethod
     def make_config(block_gripper=True, gripper_max_force=50.0, gripper_max_speed=None) -> GripperConfig:
@@ -210,8 +211,9 @@ class FloatingGripper:
         self._target[worlds] = self.home
         self._opening[worlds] = 0.0
 
-    def begin_action(self, actions: np.ndarray) -> None:
-        """Targets of one control step from finite (W, 4) actions (clipped to [-1, 1], as documented)."""
+    def begin_action(self, actions: np.ndarray, fractions=()) -> None:
+        """Targets of one control step from finite (W, 4) actions (clipped to [-1, 1], as documented); the bodies'
+        targets at ``fractions`` of the step (the substeps' ends) are computed here at once, for `drive`."""
         actions = clip(actions, -1.0, 1.0)
         grip = _mean_of_two(self.scene.get_actor_translations(self.fingers)) + self._tip  # grip_point's, no velocity
         c = self.config
@@ -226,9 +228,21 @@ class FloatingGripper:
             norm = np.linalg.norm(move, axis=1, keepdims=True)
             move = move * np.minimum(1.0, self._max_travel_m / np.maximum(norm, 1e-12))
         self._end = (clip(grip + move, self._workspace_low, self._workspace_high), opening)
+        self._planned = {}
+        if fractions:  # `drive`'s arithmetic with a fraction per row, so the same values
+            (t0, o0), (t1, o1) = self._start, self._end
+            f = np.array(fractions)
+            num_worlds = len(o0)
+            centres = self.body_targets((t0 + f[:, None, None] * (t1 - t0)).reshape(-1, 3),
+                                        (o0 + f[:, None] * (o1 - o0)).reshape(-1))
+            self._planned = dict(zip(fractions, centres.reshape(len(f), num_worlds, 3, 3)))
 
     def drive(self, fraction: float) -> None:
         """Drive targets ``fraction`` of the way from the step's start commands to its end ones."""
+        planned = self._planned.get(fraction)
+        if planned is not None:
+            self.scene.set_target_positions(self._position, planned)
+            return
         (t0, o0), (t1, o1) = self._start, self._end
         self.set_targets(t0 + fraction * (t1 - t0), o0 + fraction * (o1 - o0))
 
@@ -243,6 +257,7 @@ class FloatingGripper:
     def set_step_commands(self, commands: tuple) -> None:
         """Make a `step_commands` this robot's control step (its worlds are the ones the commands were taken of)."""
         self._start, self._end = commands
+        self._planned = {}
 
     def get_state(self) -> dict:
         return {"target": self._target.copy(), "opening": self._opening.copy()}
@@ -284,6 +299,13 @@ class FloatingGripper:
         finger_vel = lin[:, :, 1] - _mean_of_two(lin[:, :, 1])[:, None]
         return {"grip": grip, "fingers": fingers, "grip_velocity": clip(grip_vel, -V_MAX, V_MAX),
                 "finger_velocity": clip(finger_vel, -V_MAX, V_MAX)}
+
+    def observed_fingers(self):
+        """(the two fingers, the grip point's offset from their mean root translation (3,)) when `observation` is
+        this class's (the worlds compute it compiled then, envs/core/kernels.py); None otherwise."""
+        if type(self).observation is not FloatingGripper.observation:
+            return None
+        return list(self.fingers), self._tip
 
     def observation_bounds(self) -> dict:
         """Real bounds of the observation parts, each a (low, high) pair.

@@ -176,6 +176,9 @@ class PushTask(Task):
                 "cube_rotation": mochi.lie.log_so3(scene.get_actor_rotations([self.cube])[:, 0]),
                 "cube_velocity": clip(lin[:, 0], -V_MAX, V_MAX), "cube_spin": clip(ang[:, 0], -spin, spin)}
 
+    def observed_objects(self):
+        return [("cube", self.cube, V_MAX / self.half)]
+
     def escape_speed_m_s(self) -> float:
         """The speed [m/s] a body may reach: leaving the workspace's top faster, it could clear the walls (the
         worlds undo a substep that leaves any body faster and truncate the episode)."""

@@ -43,6 +43,9 @@ class ReachConfig:
 class ReachTask(Task):
     name = "Reach"
     observation_layout = ("grip", "fingers", "grip_velocity", "finger_velocity")
+
+    def observed_objects(self):
+        return []  # the robot's parts only
     achieved_goal_parts = ("grip",)
     marker_radius_m = 0.02  # the goal's sphere in pictures
 

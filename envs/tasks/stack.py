@@ -165,6 +165,9 @@ class StackTask(PushTask):
                           f"{name}_spin": clip(ang[:, i], -spin, spin)})
         return parts
 
+    def observed_objects(self):
+        return [(name, cube, V_MAX / self.half) for name, cube in zip(self.names, self.cubes)]
+
     def observation_bounds(self, robot: dict) -> dict:
         one = super().observation_bounds(robot)
         return {f"{name}{part[4:]}": bounds for name in self.names for part, bounds in one.items()}
