@@ -115,3 +115,31 @@ def test_a_task_redefining_observation_gets_its_own_parts():
     assert worlds._compiled_obs is None
     obs = worlds.observations()
     assert np.all(obs["achieved_goal"] > base.observations()["achieved_goal"] + 0.5)
+
+
+@pytest.mark.parametrize("task, kwargs", [("push:PushTask", {}), ("pick_and_place:PickAndPlaceTask", {}),
+                                          ("push:PushTask", {"block_gripper": False})])
+def test_compiled_action_plan_has_the_numpy_bits(task, kwargs):
+    """`FloatingGripper.begin_action` with the substeps' fractions (one kernel) against its numpy code: the end
+    commands and every substep's body targets, bit for bit, over random states, commands and actions (past +-1)."""
+    worlds = make_worlds(8, "floating_gripper:FloatingGripper", task, kwargs)
+    robot, scene = worlds.robot, worlds.scene
+    rng = np.random.default_rng(2)
+    fractions = (0.25, 0.5, 0.75, 1.0)
+    for _ in range(5):
+        scene.set_actor_poses(robot.actors, rng.uniform(-0.3, 0.3, (8, 3, 3)), rng.normal(size=(8, 3, 4)))
+        robot._target = rng.uniform(-0.3, 0.3, (8, 3))
+        robot._opening = rng.uniform(0.0, 0.08, 8)
+        actions = rng.uniform(-1.5, 1.5, (8, 4))
+        robot.begin_action(actions, fractions)
+        compiled = robot._start, robot._end, robot._planned
+        robot._max_travel_m = 1e9  # finite: the numpy code (the cap is far, so the same motion)
+        robot.begin_action(actions, fractions)
+        robot._max_travel_m = np.inf
+        numpy_ = robot._start, robot._end, robot._planned
+        for got, want in zip(compiled[:2], numpy_[:2]):
+            for g, w in zip(got, want):
+                np.testing.assert_array_equal(g, w)
+        assert compiled[2].keys() == numpy_[2].keys()
+        for f in fractions:
+            np.testing.assert_array_equal(compiled[2][f], numpy_[2][f])

@@ -142,3 +142,43 @@ def _write_parts(table, out, w, grip, finger_pos, pos, com, rot, lin, ang, finge
                 else:
                     value = _clip(ang[w, row, i], -spin_max[k], spin_max[k])
                 out[w, col + i] = value
+
+
+@kernel
+def plan_action(actions, com, rot, fingers, finger_com_local, tip, target, opening, block_gripper, max_opening,
+                finger_step, max_step, workspace_low, workspace_high, fractions, reach, palm_half_z, finger_half_z,
+                finger_half_y, end_target, end_opening, planned):
+    """`FloatingGripper.begin_action` without a speed cap, every world at once: the control step's end commands
+    (``end_target`` (W, 3), ``end_opening`` (W,)) from finite float64 ``actions`` (W, 4) and the measured grip
+    point, and the palm's and fingers' targets (``planned`` (F, W, 3, 3), `FloatingGripper.body_targets`) at each
+    of ``fractions`` (F,) of the way from the start commands (``target``, ``opening``) to the end ones. The same
+    operations in the same order as the numpy code, so the same values."""
+    for w in range(actions.shape[0]):
+        for i in range(3):
+            a = _clip(actions[w, i], -1.0, 1.0)
+            grip = ((0.0 + _root_translation(com, rot, w, fingers[0], finger_com_local, 0, i))
+                    + _root_translation(com, rot, w, fingers[1], finger_com_local, 1, i)) / 2.0 + tip[i]
+            end_target[w, i] = _clip(grip + a * max_step, workspace_low[i], workspace_high[i])
+        if block_gripper:
+            end_opening[w] = 0.0
+        else:
+            wanted = 0.5 * (_clip(actions[w, 3], -1.0, 1.0) + 1.0) * max_opening
+            end_opening[w] = opening[w] + _clip(wanted - opening[w], -finger_step, finger_step)
+        for j in range(fractions.shape[0]):
+            f = fractions[j]
+            t0 = target[w, 0] + f * (end_target[w, 0] - target[w, 0])
+            t1 = target[w, 1] + f * (end_target[w, 1] - target[w, 1])
+            t2 = target[w, 2] + f * (end_target[w, 2] - target[w, 2])
+            o = opening[w] + f * (end_opening[w] - opening[w])
+            out = planned[j, w]
+            out[0, 0] = t0 + reach[0]
+            out[0, 1] = t1 + reach[1]
+            out[0, 2] = t2 + reach[2]
+            finger_z = out[0, 2] - palm_half_z - finger_half_z
+            offset = 0.5 * o + finger_half_y
+            out[1, 0] = t0
+            out[2, 0] = t0
+            out[1, 1] = t1 + offset
+            out[2, 1] = t1 - offset
+            out[1, 2] = finger_z
+            out[2, 2] = finger_z

@@ -17,9 +17,11 @@ from dataclasses import dataclass
 import numpy as np
 
 import superdex_gym.sim as mochi
+from superdex_gym.sim.jit import kernel_array
 from superdex_gym.sim.validation import as_bool, as_real, bounded_real, real_array
 
 from ..core.config import GRASP_CONTACT, V_MAX, clip
+from ..core.kernels import plan_action
 
 COLOR = (0.55, 0.57, 0.62)
 
@@ -97,6 +99,7 @@ class FloatingGripper:
         self._tip = np.array([0.0, 0.0, -self.config.finger_half_extents[2]])  # grip point from the fingers' mean
         self._reach = np.array([0.0, 0.0, self.config.finger_reach_m])  # palm centre from the grip point
         self._planned = {}  # fraction of the control step -> the bodies' targets there (`begin_action`)
+        self._plan_inputs = None  # (model, fractions, finger rows, their com_local, fractions array): `_plan_compiled`
 
     @staticmethod
     def make_config(block_gripper=True, gripper_max_force=50.0, gripper_max_speed=None) -> GripperConfig:
@@ -214,6 +217,9 @@ class FloatingGripper:
     def begin_action(self, actions: np.ndarray, fractions=()) -> None:
         """Targets of one control step from finite (W, 4) actions (clipped to [-1, 1], as documented); the bodies'
         targets at ``fractions`` of the step (the substeps' ends) are computed here at once, for `drive`."""
+        if fractions and not np.isfinite(self._max_travel_m) and actions.dtype == np.float64:
+            self._plan_compiled(actions, fractions)  # the same values as below, in one call
+            return
         actions = clip(actions, -1.0, 1.0)
         grip = _mean_of_two(self.scene.get_actor_translations(self.fingers)) + self._tip  # grip_point's, no velocity
         c = self.config
@@ -236,6 +242,29 @@ class FloatingGripper:
             centres = self.body_targets((t0 + f[:, None, None] * (t1 - t0)).reshape(-1, 3),
                                         (o0 + f[:, None] * (o1 - o0)).reshape(-1))
             self._planned = dict(zip(fractions, centres.reshape(len(f), num_worlds, 3, 3)))
+
+    def _plan_compiled(self, actions: np.ndarray, fractions) -> None:
+        """`begin_action` without a speed cap in one kernel call (envs/core/kernels.py `plan_action`)."""
+        scene, c = self.scene, self.config
+        model = scene.get_model()
+        cached = self._plan_inputs
+        if cached is None or cached[0] is not model or cached[1] != fractions:
+            rows = scene.get_actor_rows(self.fingers)
+            cached = self._plan_inputs = (model, fractions, rows, kernel_array(model.bodies.com_local[rows]),
+                                          np.array(fractions, dtype=np.float64))
+        _, _, rows, com_local, f = cached
+        com, rot = (kernel_array(a) for a in scene.state_arrays()[:2])
+        num_worlds = len(actions)
+        target, opening = kernel_array(self._target), kernel_array(self._opening)
+        self._start = target.copy(), opening.copy()
+        end_target, end_opening = np.empty((num_worlds, 3)), np.empty(num_worlds)
+        planned = np.empty((len(f), num_worlds, 3, 3))
+        plan_action(kernel_array(actions), com, rot, rows, com_local, self._tip, target, opening, bool(c.block_gripper),
+                    float(c.max_opening_m), float(c.finger_step_m), float(self.max_step_m), self._workspace_low,
+                    self._workspace_high, f, self._reach, float(c.palm_half_extents[2]), float(c.finger_half_extents[2]),
+                    float(c.finger_half_extents[1]), end_target, end_opening, planned)
+        self._end = (end_target, end_opening)
+        self._planned = dict(zip(fractions, planned))
 
     def drive(self, fraction: float) -> None:
         """Drive targets ``fraction`` of the way from the step's start commands to its end ones."""
