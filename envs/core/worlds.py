@@ -194,9 +194,7 @@ class RobotTaskWorlds:
     def observations(self) -> dict:
         """Goal-conditioned observation dict of float32 arrays with a leading world axis."""
         if self._compiled_obs is not None:
-            obs = self._compiled_obs.observe(self.scene, self.goal)
-            if obs is not None:
-                return obs
+            return self._compiled_obs.observe(self.scene, self.goal)
         return self.numpy_observations()
 
     def numpy_observations(self) -> dict:
@@ -320,8 +318,8 @@ def _compiled_observation(robot, task):
 
 class _CompiledObservation:
     """The observation dict in one kernel call (`kernels.observe_gripper_objects`): the same float32 values as the
-    robot's and task's ``observation`` parts (tests/test_env_kernels.py), which still run where a rotation is near
-    pi (the rotation vector's quaternion route)."""
+    robot's and task's ``observation`` parts (tests/test_env_kernels.py); rotations near pi (the rotation vector's
+    quaternion route) are redone in numpy for the worlds that have them."""
 
     def __init__(self, finger_spec, objects, layout, width, goal_layout, goal_width):
         self.fingers, tip = finger_spec
@@ -331,7 +329,7 @@ class _CompiledObservation:
         self.layout, self.width, self.goal_layout, self.goal_width = layout, width, goal_layout, goal_width
         self._model = None  # the scene's model the rows below are of
 
-    def observe(self, scene, goal) -> dict | None:
+    def observe(self, scene, goal) -> dict:
         model = scene.get_model()
         if model is not self._model:
             com_local = model.bodies.com_local
@@ -345,10 +343,20 @@ class _CompiledObservation:
         obs = np.empty((num_worlds, self.width), dtype=np.float32)
         achieved = np.empty((num_worlds, self.goal_width), dtype=np.float32)
         k = len(self.objects)
+        near_pi = np.empty((num_worlds, k), dtype=bool)
         if obs_kernels.observe_gripper_objects(
                 com, rot, lin, ang, self.finger_rows, self.finger_com_local, self.tip, V_MAX, self.object_rows,
                 self.object_com_local, self.spin, self.layout, self.goal_layout, obs, achieved,
-                np.empty((num_worlds, k, 3)), np.empty((num_worlds, k), dtype=bool)):
-            return None
+                np.empty((num_worlds, k, 3)), near_pi):
+            self._near_pi_rotations(rot, near_pi, obs, achieved)
         return {"observation": obs, "achieved_goal": achieved, "desired_goal": goal.astype(np.float32)}
+
+    def _near_pi_rotations(self, rot, near_pi, obs, achieved) -> None:
+        """The rotation vectors the kernel marked (angle near pi) by `lie.log_so3`'s quaternion route, as the
+        task's numpy part computes them, into their columns."""
+        for table, out in ((self.layout, obs), (self.goal_layout, achieved)):
+            for code, k, col in table:
+                if code == obs_kernels.OBJECT_ROTATION and near_pi[:, k].any():
+                    worlds = np.flatnonzero(near_pi[:, k])
+                    out[worlds, col:col + 3] = mochi.lie.log_so3(rot[worlds, self.object_rows[k]])
 
