@@ -301,6 +301,10 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         self._model = None
         self._rows_cache = {}  # actors added or removed move rows
 
+    def compiled_model(self) -> Model | None:
+        """The compiled model if it is current, else None (nothing is compiled here: `get_model` does that)."""
+        return self._model
+
     def get_model(self) -> Model:
         """The compiled model (rebuilt after actors or their mass properties change)."""
         if self._model is None:

@@ -26,9 +26,17 @@ class StateStore:
         self._scene = scene
         self._snapshots: dict = {}
         self._handles = itertools.count(1)
+        self._layout_of = (None, None)  # (model, layout): the actors change only with a new model
 
     def _layout(self) -> tuple:
-        return tuple(r.handle for r in self._scene.actor_records())
+        """The actor handles in model row order (a snapshot's key); kept per compiled model."""
+        model = self._scene.compiled_model()
+        if model is not None and self._layout_of[0] is model:
+            return self._layout_of[1]
+        layout = tuple(r.handle for r in self._scene.actor_records())
+        if model is not None:
+            self._layout_of = (model, layout)
+        return layout
 
     def capture(self) -> int:
         h = next(self._handles)

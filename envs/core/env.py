@@ -55,13 +55,14 @@ def goal_spaces(worlds) -> spaces.Dict:
     })
 
 
-def rewards_and_infos(worlds, obs: dict, dense: bool) -> tuple[np.ndarray, dict]:
+def rewards_and_infos(worlds, obs: dict, dense: bool, copies: bool = True) -> tuple[np.ndarray, dict]:
     """Rewards (float32, the sum of the terms) and infos: ``is_success``, ``distance`` (the farthest object's),
-    each term as ``reward_<term>`` and the step's physics (`worlds.physics_report`), arrays over the worlds."""
+    each term as ``reward_<term>`` and the step's physics (`worlds.physics_report`), arrays over the worlds.
+    ``copies`` False: the physics entries are the worlds' own arrays (for a caller that only reads them now)."""
     task = worlds.task
     terms, success, distance = task.step_evaluation(obs["achieved_goal"], obs["desired_goal"], dense)
-    infos = {"is_success": success, "distance": distance.astype(np.float64), **worlds.physics_infos(),
-             **task.step_infos(worlds.scene)}
+    infos = {"is_success": success, "distance": distance.astype(np.float64),
+             **(worlds.physics_infos() if copies else worlds.physics), **task.step_infos(worlds.scene)}
     infos.update({f"reward_{name}": np.asarray(value, dtype=np.float64) for name, value in terms.items()})
     values = list(terms.values())
     # np.sum adds from its +0 identity (so a -0.0 term sums to +0.0): the same, without its Python wrapper
@@ -173,6 +174,6 @@ class RobotTaskEnv(gym.Env):
         return {k: v[0] for k, v in self.worlds.observations().items()}
 
     def _reward_and_info(self, obs) -> tuple[float, dict]:
-        reward, info = rewards_and_infos(self.worlds, obs, self.dense_reward)
+        reward, info = rewards_and_infos(self.worlds, obs, self.dense_reward, copies=False)
         info = {k: v.item() for k, v in info.items()}  # Python bool / int / float of world 0
         return float(reward), info
