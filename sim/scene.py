@@ -444,16 +444,9 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         return hit[1]
 
     def get_actor_rows(self, actors) -> np.ndarray:
-        """The model rows (K,) of ``actors``: their index along the state arrays' body axis (`state_arrays`), valid
+        """The model rows (K,) of ``actors``: their index along the body axis of `current_kinematics`' arrays, valid
         while `get_model` returns the same model (adding or removing actors moves rows)."""
         return self._rows(actors).copy()
-
-    def state_arrays(self) -> tuple:
-        """The current state's own arrays (not copies): CoM positions (W, N, 3), rotations (W, N, 3, 3), linear and
-        angular velocities (W, N, 3), bodies in model rows. For compiled readers of many bodies at once; read
-        them, never write them, and do not keep them past the next step or state change."""
-        cur = self._state.current
-        return cur.com_position, cur.rotation, cur.linear_velocity, cur.angular_velocity
 
     def get_actor_rotations(self, actors) -> np.ndarray:
         return self._state.current.rotation.take(self._rows(actors), axis=1)  # a copy

@@ -338,7 +338,9 @@ class _CompiledObservation:
             self.finger_com_local = kernel_array(com_local[self.finger_rows])
             self.object_com_local = kernel_array(com_local[self.object_rows].reshape(-1, 3))
             self._model = model
-        com, rot, lin, ang = (kernel_array(a) for a in scene.state_arrays())
+        cur = scene.current_kinematics()  # read only
+        com, rot, lin, ang = (kernel_array(a) for a in (cur.com_position, cur.rotation, cur.linear_velocity,
+                                                          cur.angular_velocity))
         num_worlds = com.shape[0]
         obs = np.empty((num_worlds, self.width), dtype=np.float32)
         achieved = np.empty((num_worlds, self.goal_width), dtype=np.float32)

@@ -253,7 +253,8 @@ class FloatingGripper:
             cached = self._plan_inputs = (model, fractions, rows, kernel_array(model.bodies.com_local[rows]),
                                           np.array(fractions, dtype=np.float64))
         _, _, rows, com_local, f = cached
-        com, rot = (kernel_array(a) for a in scene.state_arrays()[:2])
+        cur = scene.current_kinematics()  # read only
+        com, rot = kernel_array(cur.com_position), kernel_array(cur.rotation)
         num_worlds = len(actions)
         target, opening = kernel_array(self._target), kernel_array(self._opening)
         self._start = target.copy(), opening.copy()
