@@ -19,14 +19,14 @@ def guard_substep(status, ratio, linear_velocity, escape_speed, stopped_code, di
     ``stopped[w]`` / ``diverged[w]`` 1 where the status is ``stopped_code`` / ``diverged_code``, else 0;
     ``physics_diverged[w]`` = diverged or undone. Returns whether any world is undone.
 
-    The fastest body's speed is the square root of the largest squared speed, a NaN propagating as numpy's
-    maximum does (then no comparison holds, as in numpy)."""
+    The fastest body's speed is the square root of the largest squared speed (summed as the numpy guard's
+    np.einsum sums three terms), a NaN propagating as numpy's maximum does (then no comparison holds)."""
     any_undo = False
     for w in range(status.shape[0]):
         fastest = -1.0
         for k in range(linear_velocity.shape[1]):
-            v = linear_velocity[w, k]
-            sq = v[0] * v[0] + v[1] * v[1] + v[2] * v[2]
+            v0, v1, v2 = linear_velocity[w, k, 0], linear_velocity[w, k, 1], linear_velocity[w, k, 2]
+            sq = (v0 * v0 + v2 * v2) + v1 * v1  # np.einsum's order for three terms
             if k == 0 or sq > fastest or sq != sq:
                 if not fastest != fastest:  # once NaN, it stays NaN
                     fastest = sq
