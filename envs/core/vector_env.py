@@ -108,7 +108,7 @@ class RobotTaskVectorEnv(VectorEnv):
         actions = real_array(actions, "actions")
         if actions.shape != self.action_space.shape:
             raise ValueError(f"actions must have shape {self.action_space.shape}, got {actions.shape}")
-        if not np.all(np.isfinite(actions)):
+        if not np.logical_and.reduce(np.isfinite(actions), axis=None):
             raise ValueError("actions contain NaN or inf; nothing was stepped")
         resetting = np.nonzero(self._autoreset)[0]
         self.worlds.apply_actions(np.where(self._autoreset[:, None], 0.0, actions))
