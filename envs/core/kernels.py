@@ -1,5 +1,7 @@
-"""Compiled per-substep bookkeeping of the worlds (`RobotTaskWorlds`): one kernel call instead of a dozen small numpy
-operations, which cost more than their arithmetic on a few numbers every substep."""
+"""The worlds' per-step work as compiled calls (`RobotTaskWorlds`, `FloatingGripper`): the guard's verdict after a
+substep, the observation, an action's drive targets. Each replaces dozens of small numpy operations, which cost more
+than their arithmetic on a few numbers per world; each does that numpy code's operations in its order, and the
+numpy code stays as its oracle (tests/test_env_kernels.py) and as the path of robots and tasks it does not cover."""
 
 from __future__ import annotations
 
