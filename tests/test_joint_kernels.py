@@ -13,12 +13,14 @@ Finite differences use the step and tolerance of tests/test_constraint_potential
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pytest
 
 from superdex_gym.sim import lie
 from superdex_gym.sim.constraints import RigidSphericalJointConstraintParams, RigidSphericalJointConstraints
 from superdex_gym.sim.jit import kernel_array
+from superdex_gym.sim.kernels.joints import spherical_joint_values, two_actor_compliance
 from superdex_gym.sim.potentials.base import PotentialTerms
 from helpers import dense_hessian
 from test_constraint_fixtures import NUM_BODIES, build_scenario, make_ctx
@@ -215,3 +217,52 @@ def test_exact_hessian_sets_keep_the_numpy_path():
     cs._evaluate_kernel = lambda *args: calls.append(args) or True
     terms = cs.evaluate(sc.ctx, sc.pos, sc.rot, True)
     assert calls == [] and len(terms.couplings) == 1
+
+
+@pytest.mark.parametrize("kind", JOINT_KINDS)
+@pytest.mark.parametrize("broken", ["position", "rotation"])
+def test_a_non_finite_iterate_gives_the_oracles_nans_in_its_world_only(kind, broken):
+    """A diverged world gives NaN where the numpy path does (a NaN g gives a NaN energy, which the line search
+    rejects; a range joint's NaN angle compares as inside its bounds, as in numpy), the other worlds unchanged."""
+    sc = _scenario(kind)
+    cs = sc.constraints
+    pos, rot = sc.pos.copy(), sc.rot.copy()
+    if broken == "position":
+        pos[1, 1, 0] = np.nan
+    else:
+        rot[1, 1, 0, 0] = np.nan
+    got, ref = _evaluate_both(cs, sc.ctx, pos, rot, False)
+    np.testing.assert_array_equal(np.isnan(got.energy), np.isnan(ref.energy))
+    np.testing.assert_array_equal(np.isnan(got.gradient), np.isnan(ref.gradient))
+    assert not np.isnan(got.energy[[0, 2]]).any() and not np.isnan(got.gradient[[0, 2]]).any()
+    assert_close(np.nan_to_num(got.energy), np.nan_to_num(ref.energy))
+    assert_close(np.nan_to_num(got.gradient), np.nan_to_num(ref.gradient))
+    clean = cs.evaluate(sc.ctx, sc.pos, sc.rot, False)
+    np.testing.assert_array_equal(got.energy[[0, 2]], clean.energy[[0, 2]])
+    np.testing.assert_array_equal(got.gradient[[0, 2]], clean.gradient[[0, 2]])
+
+
+@numba.njit(cache=False)
+def _world_by_world(com, rot, com0, rot0, actors, arm_a, arm_b, stiffness, damp, saturation, g, g_old, jac,
+                    energy, grad, hess, coupling):
+    """The spherical joints as a compiled Newton would evaluate them: one world per call, from compiled code."""
+    for w in range(com.shape[0]):
+        one = slice(w, w + 1)
+        spherical_joint_values(com0[one], rot0[one], actors, arm_a, arm_b, False, g_old, jac)
+        spherical_joint_values(com[one], rot[one], actors, arm_a, arm_b, True, g, jac)
+        two_actor_compliance(g, g_old, jac, actors, stiffness, damp, saturation, True, True, energy[one], grad[one],
+                             hess[one], coupling[one])
+
+
+def test_spherical_kernels_called_world_by_world_from_compiled_code_equal_the_batch_path():
+    sc = _scenario("spherical")
+    cs = sc.constraints
+    ref = cs.evaluate(sc.ctx, sc.pos, sc.rot, True)
+    w, n, c = sc.pos.shape[0], sc.pos.shape[1], len(cs)
+    actors, arm_a, arm_b = cs._kernel_geometry()
+    out = (np.zeros(w), np.zeros((w, n, 6)), np.zeros((w, n, 6, 6)), np.zeros((w, c, 6, 6)))
+    _world_by_world(kernel_array(sc.pos), kernel_array(sc.rot), kernel_array(sc.pos_start), kernel_array(sc.rot_start),
+                    actors, arm_a, arm_b, cs.stiffness, cs.damping / sc.ctx.stage_dt, cs.saturation,
+                    np.empty((1, c, 3)), np.empty((1, c, 3)), np.empty((1, c, 2, 3, 6)), *out)
+    for got, want in zip(out, (ref.energy, ref.gradient, ref.hessian_diag, ref.couplings[0].block)):
+        np.testing.assert_array_equal(got, want)
