@@ -112,7 +112,8 @@ class JointRotationRangeConstraints(RigidConstraintSet):
         joint_kernels.rotation_range_values(
             rotation, kernel_array(self.actors, np.int64), kernel_array(world_rows, np.int64),
             kernel_array(self._world_data["frame"]), kernel_array(self._world_data["reference"]),
-            kernel_array(self._data["min"]), kernel_array(self._data["max"]), with_jacobian, g, jac)
+            kernel_array(self._data["min"]), kernel_array(self._data["max"]), with_jacobian, g, jac,
+            *joint_kernels.rotation_scratch())
         return g, (jac if with_jacobian else None)
 
     def _kinematics(self, com_position, rotation, targets, frozen, with_jacobian):
@@ -156,7 +157,8 @@ class JointRotationTrackingConstraints(RigidConstraintSet):
         g, jac = joint_kernel_outputs(rotation.shape[0], len(self), with_jacobian)
         joint_kernels.rotation_tracking_values(
             rotation, kernel_array(self.actors, np.int64), kernel_array(world_rows, np.int64),
-            kernel_array(self._world_data["frame"]), kernel_array(targets["rotation"]), with_jacobian, g, jac)
+            kernel_array(self._world_data["frame"]), kernel_array(targets["rotation"]), with_jacobian, g, jac,
+            *joint_kernels.rotation_scratch())
         return g, (jac if with_jacobian else None)
 
     def _kinematics(self, com_position, rotation, targets, frozen, with_jacobian):

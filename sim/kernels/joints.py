@@ -5,9 +5,9 @@ sim/constraints/base.py, joints.py and joint_rotation.py; their numpy `local_ter
 Layout, as the pivot kernels (sim/kernels/constraints.py): worlds are the outer loop; ``actors`` (C, 2) the model
 indices of actor A and B; ``world_rows`` (W,) maps the evaluated worlds to the rows of the per-world arrays (joint
 frames, targets); outputs ``g_out`` (W, C, 3) and ``jac_out`` (W, C, 2, 3, 6) with ``jac_out[w, c, a]`` = dg/dq_a
-(q = (c, theta), left rotation increments). Every kernel but the rotation ones is compiled without NRT and
-allocates nothing, so the compiled Newton can call them world by world; the rotation ones allocate their 3x3
-scratch once per call (so3_log's near-pi branch allocates, as in `rotation_pivot_values`).
+(q = (c, theta), left rotation increments). None allocates (the rotation ones take their scratch,
+`rotation_scratch`), so the compiled Newton can call them world by world; all but the rotation ones are compiled
+without NRT (the rotation ones call so3_log, whose near-pi branch allocates a 4-vector).
 """
 
 from __future__ import annotations
@@ -143,17 +143,19 @@ def _relative_rotation_jacobian(phi, p, sign, w, c, jinv, d_b, jac_out):
             jac_out[w, c, 1, i, 3 + j] = v
 
 
+def rotation_scratch():
+    """The scratch of the rotation kernels: five 3x3 matrices and two 3-vectors (allocate once, reuse per call)."""
+    return np.empty((5, 3, 3)), np.empty((2, 3))
+
+
 @kernel
-def rotation_tracking_values(rot, actors, world_rows, frame, target, with_jacobian, g_out, jac_out):
+def rotation_tracking_values(rot, actors, world_rows, frame, target, with_jacobian, g_out, jac_out, mats, vecs):
     """JointRotationTracking: g = Log(M), M = P R_B R_0, P = (R_A R_hat R_0)^T (``frame`` R_0, ``target`` R_hat
-    per world row); J_B = [0, Jl^{-1}(g) P] = -J_A."""
-    t1 = np.empty((3, 3))
-    t2 = np.empty((3, 3))
-    p = np.empty((3, 3))
-    m = np.empty((3, 3))
-    phi = np.empty(3)
-    jinv = np.empty((3, 3))
-    ones = np.ones(3)
+    per world row); J_B = [0, Jl^{-1}(g) P] = -J_A. ``mats``, ``vecs``: `rotation_scratch`."""
+    t1, t2, p, m, jinv = mats[0], mats[1], mats[2], mats[3], mats[4]
+    phi, ones = vecs[0], vecs[1]
+    for i in range(3):
+        ones[i] = 1.0
     for w in range(rot.shape[0]):
         tw = world_rows[w]
         for c in range(actors.shape[0]):
@@ -173,17 +175,13 @@ def rotation_tracking_values(rot, actors, world_rows, frame, target, with_jacobi
 
 
 @kernel
-def rotation_range_values(rot, actors, world_rows, frame, reference, lower, upper, with_jacobian, g_out, jac_out):
+def rotation_range_values(rot, actors, world_rows, frame, reference, lower, upper, with_jacobian, g_out, jac_out,
+                          mats, vecs):
     """JointRotationRange: r = Log(M), M = P R_B R_0 R_ref^T, P = (R_A R_0)^T (``frame`` R_0, ``reference`` R_ref
     per world row); g_j = r_j - upper_j above, lower_j - r_j below, else 0 (bounds (C, 3));
-    J_B = [0, sigma Jl^{-1}(r) P] = -J_A with sigma_j = +1 / -1 / 0."""
-    t1 = np.empty((3, 3))
-    t2 = np.empty((3, 3))
-    p = np.empty((3, 3))
-    m = np.empty((3, 3))
-    phi = np.empty(3)
-    jinv = np.empty((3, 3))
-    sign = np.empty(3)
+    J_B = [0, sigma Jl^{-1}(r) P] = -J_A with sigma_j = +1 / -1 / 0. ``mats``, ``vecs``: `rotation_scratch`."""
+    t1, t2, p, m, jinv = mats[0], mats[1], mats[2], mats[3], mats[4]
+    phi, sign = vecs[0], vecs[1]
     for w in range(rot.shape[0]):
         tw = world_rows[w]
         for c in range(actors.shape[0]):
