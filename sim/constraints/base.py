@@ -48,6 +48,7 @@ from .. import lie
 from ..contact.ramp import step_c1
 from ..jit import kernel_array
 from ..kernels import constraints as constraint_kernels
+from ..kernels import joints as joint_kernels
 from ..potentials.base import Coupling, PotentialTerms, StageContext
 from .params import ConstraintParams, check_damping, check_saturation, check_stiffness
 
@@ -496,15 +497,14 @@ class RigidConstraintSet:
         return ConstraintLocalTerms(energy, grad, hess)
 
     def _values_kernel(self, com_position, rotation, world_rows, targets: dict, with_jacobian: bool):
-        """This type's value g (W, C, 3) and Jacobian J (W, C, 3, 6) from its kernel (sim/kernels/constraints.py),
-        or None for the types that have none yet (their numpy `_kinematics` runs instead)."""
+        """This type's value g (W, C, 3) and Jacobian J (W, C, 3, 6) for one actor, (W, C, 2, 3, 6) for two, from
+        its kernel (sim/kernels/constraints.py, joints.py), or None for the types that have none (their numpy
+        `_kinematics` runs instead)."""
         return None
 
     def _evaluate_kernel(self, ctx, com_position, rotation, want_hessian, terms) -> bool:
         """Add this set's terms into ``terms`` with the kernels (Gauss-Newton Hessian); False when this type has
-        no kernel."""
-        if self.num_constrained_actors != 1:
-            return False
+        no kernel. Two-actor sets append their A-B blocks as one `Coupling`, as `evaluate_numpy` does."""
         dt = float(ctx.stage_dt)
         if not (np.isfinite(dt) and dt > 0.0):
             raise ValueError(f"stage_dt must be positive and finite, got {ctx.stage_dt}")
@@ -521,10 +521,19 @@ class RigidConstraintSet:
         if damped:  # the stage-start value is needed only by the damping term
             g_old = self._values_kernel(kernel_array(ctx.com_position0), kernel_array(ctx.rotation0), world_rows,
                                         self._old_targets, False)[0]
-        constraint_kernels.one_actor_compliance(
-            g, g_old, jac, kernel_array(self.actors[:, 0], np.int64), kernel_array(self.stiffness), damp,
-            kernel_array(self.saturation), damped, want_hessian, terms.energy, terms.gradient,
-            terms.hessian_diag if want_hessian else _NO_HESSIAN)
+        hessian = terms.hessian_diag if want_hessian else _NO_HESSIAN
+        if self.num_constrained_actors == 1:
+            constraint_kernels.one_actor_compliance(
+                g, g_old, jac, kernel_array(self.actors[:, 0], np.int64), kernel_array(self.stiffness), damp,
+                kernel_array(self.saturation), damped, want_hessian, terms.energy, terms.gradient, hessian)
+            return True
+        coupling = np.empty((g.shape[0], len(self), 6, 6)) if want_hessian else _NO_HESSIAN
+        joint_kernels.two_actor_compliance(
+            g, g_old, jac, kernel_array(self.actors, np.int64), kernel_array(self.stiffness), damp,
+            kernel_array(self.saturation), damped, want_hessian, terms.energy, terms.gradient, hessian, coupling)
+        if want_hessian:
+            pairs = self.actors.copy()
+            terms.couplings.append(Coupling(pairs[:, 0], pairs[:, 1], coupling))
         return True
 
     def _distinct_rows(self, slot: int) -> bool:

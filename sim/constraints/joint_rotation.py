@@ -31,6 +31,8 @@ from types import MappingProxyType
 import numpy as np
 
 from .. import lie
+from ..jit import kernel_array
+from ..kernels import joints as joint_kernels
 from .base import ROTATION_DOFS, ConstraintKinematics, RigidConstraintSet, as_rotation_batch, as_vector_batch
 from .params import (
     JointRotationRangeConstraintParams,
@@ -38,6 +40,7 @@ from .params import (
     finite_range,
     finite_vector3,
 )
+from .joints import joint_kernel_outputs
 from .rotation_log import log_and_inverse_jacobian, log_hessian_contracted
 
 
@@ -104,6 +107,15 @@ class JointRotationRangeConstraints(RigidConstraintSet):
     def limit_max_values(self, index: int) -> np.ndarray:
         return self._data["max"][int(self._index(index))].copy()
 
+    def _values_kernel(self, com_position, rotation, world_rows, targets, with_jacobian):
+        g, jac = joint_kernel_outputs(rotation.shape[0], len(self), with_jacobian)
+        joint_kernels.rotation_range_values(
+            rotation, kernel_array(self.actors, np.int64), kernel_array(world_rows, np.int64),
+            kernel_array(self._world_data["frame"]), kernel_array(self._world_data["reference"]),
+            kernel_array(self._data["min"]), kernel_array(self._data["max"]), with_jacobian, g, jac,
+            *joint_kernels.rotation_scratch())
+        return g, (jac if with_jacobian else None)
+
     def _kinematics(self, com_position, rotation, targets, frozen, with_jacobian):
         _, r_a = self._gather(com_position, rotation, 0)
         _, r_b = self._gather(com_position, rotation, 1)
@@ -140,6 +152,14 @@ class JointRotationTrackingConstraints(RigidConstraintSet):
     def set_target_rotation(self, index: int, rotation_matrix, worlds=None) -> None:
         """Target orientation of B relative to A, in A's local frame: (3, 3) or one per selected world."""
         self._assign_target("rotation", index, rotation_matrix, worlds, as_rotation_batch)
+
+    def _values_kernel(self, com_position, rotation, world_rows, targets, with_jacobian):
+        g, jac = joint_kernel_outputs(rotation.shape[0], len(self), with_jacobian)
+        joint_kernels.rotation_tracking_values(
+            rotation, kernel_array(self.actors, np.int64), kernel_array(world_rows, np.int64),
+            kernel_array(self._world_data["frame"]), kernel_array(targets["rotation"]), with_jacobian, g, jac,
+            *joint_kernels.rotation_scratch())
+        return g, (jac if with_jacobian else None)
 
     def _kinematics(self, com_position, rotation, targets, frozen, with_jacobian):
         _, r_a = self._gather(com_position, rotation, 0)

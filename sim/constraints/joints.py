@@ -22,8 +22,19 @@ from types import MappingProxyType
 import numpy as np
 
 from .. import lie
+from ..jit import kernel_array
+from ..kernels import joints as joint_kernels
 from .base import ALL_DOFS, TRANSLATION_DOFS, ConstraintKinematics, RigidConstraintSet, point_curvature, point_jacobian
 from .params import RigidPrismaticJointConstraintParams, RigidSphericalJointConstraintParams, finite_vector3
+
+
+_NO_JACOBIAN = np.zeros((0, 0, 2, 3, 6))  # the kernels' Jacobian output when none is asked for (never written)
+
+
+def joint_kernel_outputs(num_worlds: int, num_constraints: int, with_jacobian: bool):
+    """Outputs of a two-actor values kernel: g (W, C, 3) and the Jacobian (W, C, 2, 3, 6) or an empty stand-in."""
+    g = np.empty((num_worlds, num_constraints, 3))
+    return g, (np.empty((num_worlds, num_constraints, 2, 3, 6)) if with_jacobian else _NO_JACOBIAN)
 
 
 class RigidSphericalJointConstraints(RigidConstraintSet):
@@ -41,6 +52,25 @@ class RigidSphericalJointConstraints(RigidConstraintSet):
             "local_pos_b": finite_vector3(params.local_pos_b, "local_pos_b"),
         }
         return data, {}, {}
+
+    def _values_kernel(self, com_position, rotation, world_rows, targets, with_jacobian):
+        actors, arm_a, arm_b = self._kernel_geometry()
+        g, jac = joint_kernel_outputs(com_position.shape[0], len(self), with_jacobian)
+        joint_kernels.spherical_joint_values(com_position, rotation, actors, arm_a, arm_b, with_jacobian, g, jac)
+        return g, (jac if with_jacobian else None)
+
+    def _kernel_geometry(self):
+        """(actors (C, 2) int64, CoM-frame arms local_pos - com_local of A and B (C, 3)) as kernel arrays, kept until
+        the constraints or the CoMs change (every Newton evaluation of the numpy path asks)."""
+        key = (self.actors.tobytes(), self._data["local_pos_a"].tobytes(), self._data["local_pos_b"].tobytes(),
+               self.com_local.tobytes())
+        cached = self.__dict__.get("_geometry_cache")
+        if cached is None or cached[0] != key:
+            cached = self._geometry_cache = (key, (
+                kernel_array(self.actors, np.int64),
+                kernel_array(self._data["local_pos_a"] - self.com_local[self.actors[:, 0]]),
+                kernel_array(self._data["local_pos_b"] - self.com_local[self.actors[:, 1]])))
+        return cached[1]
 
     def _kinematics(self, com_position, rotation, targets, frozen, with_jacobian):
         c_a, r_a = self._gather(com_position, rotation, 0)
@@ -114,6 +144,14 @@ class RigidPrismaticJointConstraints(RigidConstraintSet):
         """(min, max) travel [m] relative to the creation offset; -inf / inf when unset."""
         i = int(self._index(index))
         return float(self._data["min"][i]), float(self._data["max"][i])
+
+    def _values_kernel(self, com_position, rotation, world_rows, targets, with_jacobian):
+        g, jac = joint_kernel_outputs(com_position.shape[0], len(self), with_jacobian)
+        joint_kernels.prismatic_joint_values(
+            com_position, rotation, kernel_array(self.actors, np.int64), kernel_array(world_rows, np.int64),
+            kernel_array(self._world_data["frame"]), kernel_array(self._world_data["reference_offset"]),
+            kernel_array(self._data["min"]), kernel_array(self._data["max"]), with_jacobian, g, jac)
+        return g, (jac if with_jacobian else None)
 
     def _kinematics(self, com_position, rotation, targets, frozen, with_jacobian):
         c_a, r_a = self._gather(com_position, rotation, 0)
