@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-import math
 
 import numpy as np
 
 from ..jit import inner_kernel, kernel
 from .contact_geometry import (  # noqa: F401  (the collider kinds: potential.py reads them here)
     _CP_SIZE, BOX, GRID, PLANE, SPHERE, _collider_params, _pair_frame, _pair_in_reach, _sample_in_frame, _sdf_of)
+from .cube import pow_cube
 
 C1_REGULARIZED, CINF_REGULARIZED = 0, 1
 _ZERO_GRADIENT_NORM = 1e-9  # friction._ZERO_GRADIENT_NORM
@@ -56,7 +56,7 @@ def _poly_relu(x, t, shift):
             return y, 1.0, 0.0
         return 0.0, 0.0, 0.0
     s = y / t
-    s3 = math.pow(s, 3.0)  # libm pow, as numpy's s**3
+    s3 = pow_cube(s)  # libm's pow(s, 3.0) bit for bit, as numpy's s**3 (kernels/cube.py)
     value = 3.0 * t / 16.0 + (0.5 + 0.375 * s - s3 / 16.0) * y
     d1 = 0.5 + 0.75 * s - 0.25 * s3
     d2 = 0.75 * (1.0 - s * s) / t
