@@ -117,8 +117,9 @@ def test_kernels_compile_from_a_cold_cache(tmp_path):
     cached = {p.name.split("-")[0] for p in (tmp_path / "cache").rglob("*.nbi")}  # "<module>.<kernel>-<line>..."
     entry_points = ["newton.newton_stage", "newton._newton_direction", "contact.contact_rows",
                     "contact.contact_hessian_from_rows", "depth.contact_depth",
-                    "constraints.point_pivot_values", "constraints.rotation_pivot_values",
-                    "constraints.one_actor_compliance", "inertia.translational_inertia", "inertia.rotational_inertia",
+                    "constraints.point_pivot_values", "constraints.rotation_pivot_values_into",
+                    "constraints.one_actor_compliance", "inertia.translational_inertia",
+                    "inertia.rotational_inertia_into",
                     "inertia.gravity", "loads.dof_loads", "loads.offset_forces", "loads.newton_euler_inertia",
                     "step.tunnelling_worst", "step.log_so3_batch", "step.exp_so3_parts", "step.exp_so3_finish",
                     "step.torque_weights", "step.select_static"]
