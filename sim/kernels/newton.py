@@ -30,6 +30,7 @@ from numba import types
 from ..jit import address_call, compile_in_processes, in_disk_cache, inner_kernel, kernel, wrapper_address
 from .constraints import one_actor_compliance, point_pivot_values, rotation_pivot_values_into
 from .contact import _CP_SIZE, contact_hessian_from_rows, contact_max_rows, contact_rows
+from .contact_geometry import _RP_SIZE, REACH_RECORD
 from .inertia import gravity, rotational_inertia_into, translational_inertia
 from .loads import dof_loads, newton_euler_inertia, offset_forces
 
@@ -297,7 +298,7 @@ _BY_ADDRESS = (  # (kernel, signature), in the order of callee_addresses
     (dof_loads, types.none(_B1, _F3, _F3, _F4, _F4, _F1, _F3)),
     (offset_forces, types.none(_B1, _F4, _F3, _F3, _F4, _b, _b, *_TERMS)),
     (contact_rows, types.none(*_CONTACT_MODEL, _F3, _F4, _F3, _F4, _f8, _i8, _b, _b, _b, _b, _F1, _F3, _I2, _F2, _I1,
-                              _F2, _F2, _F2, _F1)),
+                              _F2, _F2, _F2, _F1, _I1, _F2, _F2, _F2)),
     (contact_hessian_from_rows, _b(_I2, _F2, _I1, _I1, _B1, _F4, _F4, _F4, _F2)),
     (point_pivot_values, types.none(_F3, _F4, _I1, _I1, _F2, _F3, _b, _F3, _F4)),
     (rotation_pivot_values_into, types.none(_F4, _I1, _I1, _F3, _F4, _b, _F3, _F4, _F3)),
@@ -421,7 +422,10 @@ def newton_stage(
     row_body = np.empty((max_rows, 3), np.int64)
     contact_rows_buf = np.empty((max_rows, 18))
     num_rows = np.zeros(1, np.int64)
-    contact_scratch = (np.empty((3, 3)), np.empty((3, 3)), np.empty((4, 3)), np.empty(_CP_SIZE))
+    # The broad phase's reference, recorded at each world's first evaluation (contact_geometry.REACH_*).
+    reach_state = np.empty(1, np.int64)
+    contact_scratch = (np.empty((3, 3)), np.empty((3, 3)), np.empty((4, 3)), np.empty(_CP_SIZE), reach_state,
+                       np.empty((n, 12)), np.empty((p_colliding.shape[0], _RP_SIZE)), np.empty((n, 2)))
     hessian_scratch = (np.empty((1, 1, 6, 6)), np.empty((3, 6)))
     best_c = np.empty((n, 3))
     best_r = np.empty((n, 3, 3))
@@ -487,6 +491,7 @@ def newton_stage(
         if pr_count:
             _copy(pr_gold_f, 0, pr_gold_in, w * pr_gold_f.shape[0], pr_gold_f.shape[0])
         rows[0] = world_index[w]
+        reach_state[0] = REACH_RECORD
         _copy(c_try_f, 0, guess_c_in, w * n3, n3)
         _copy(r_try_f, 0, guess_r_in, w * n9, n9)
         # One evaluation point (one call site per potential kernel): the first pass evaluates the start iterate,
