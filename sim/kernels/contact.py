@@ -48,7 +48,7 @@ ContactColliderArrays = namedtuple(
     "grid_cell")
 
 
-@inner_kernel(_nrt=False)
+@inner_kernel(_nrt=False, inline="always")
 def _poly_relu(x, t, shift):
     """(h, h', h'') of ramp.poly_relu."""
     y = x - shift
@@ -64,7 +64,7 @@ def _poly_relu(x, t, shift):
     return max(0.0, value), min(max(d1, 0.0), 1.0), max(0.0, d2)
 
 
-@inner_kernel(_nrt=False)
+@inner_kernel(_nrt=False, inline="always")
 def _smoother(model, x, t):
     """(f, f', f'', f'/x) of ramp.step_c1 / ramp.step_cinf."""
     if model == C1_REGULARIZED:
@@ -86,7 +86,7 @@ def _smoother(model, x, t):
 _ROW_G, _ROW_R, _ROW_U, _ROW_H, _ROW_SIZE = 0, 3, 6, 9, 18
 
 
-@inner_kernel(_nrt=False)
+@inner_kernel(_nrt=False, inline="always")
 def _add_jt_h_j(rows, q, lever_a, lever_b, scale, out, i0, i1, hj):
     """out[i0, i1] += scale * J(a)^T H J(b), J(v) = [1, -skew(v)] (3 x 6), for the stored row ``q``: H its Hessian,
     a and b its levers at columns ``lever_a``, ``lever_b`` (_ROW_R or _ROW_U); ``hj`` (3, 6) scratch.

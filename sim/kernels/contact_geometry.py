@@ -6,6 +6,12 @@ grid_sdf.py hold the formulas and the numpy oracles).
 No array views and no scratch array per pair or sample, and no NRT: each view, or array argument of a helper
 compiled with NRT, costs reference-count updates (atomic increments and decrements), which took a third of the
 contact kernel's time (docs/engine.md, "Solver paths").
+
+The per-sample and per-pair helpers are inlined into their callers by numba (``inline="always"``): LLVM left them
+as calls, each passing its arrays as a dozen machine words, and inlining them (with `contact._poly_relu`,
+`_smoother` and `_add_jt_h_j`) took the aligned 5-box stack's Newton from ~35 to ~31 us per world-stage and Push's
+from ~15.9 to ~14.3 (replayed, same bits) for ~1 s more CPU of cold compile (the contact kernel's child process).
+The Newton's buffer helpers are not: inlined at their many call sites they doubled newton_stage's compile.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from ..jit import inner_kernel
 PLANE, SPHERE, BOX, GRID = 0, 1, 2, 3  # collider kinds
 
 
-@inner_kernel(_nrt=False)
+@inner_kernel(_nrt=False, inline="always")
 def _grid_axis(y, lo, hi, cell, n):
     """Per axis: (clamped - y offset outside the box, cell index, local coordinate in [0, 1])."""
     clamped = min(max(y, lo), hi)
@@ -60,7 +66,7 @@ def _collider_params(cl, kind, c_normal, c_offset, c_center, c_radius, c_rotatio
                 cp[3 + 3 * i + j] = c_rotation[cl, i, j]
 
 
-@inner_kernel(_nrt=False)
+@inner_kernel(_nrt=False, inline="always")
 def _grid_sdf(y0, y1, y2, v, cp, want_grad):
     """`GridSdfCollider.evaluate` at (y0, y1, y2) (the grid's parameters in cp, `_collider_params`): (phi, dphi/dy)
     as four scalars, the trilinear value (+ the distance to the grid box outside it) and, when asked (else zero),
@@ -95,7 +101,7 @@ def _grid_sdf(y0, y1, y2, v, cp, want_grad):
     return value + out_dist, g0, g1, g2
 
 
-@inner_kernel(_nrt=False)
+@inner_kernel(_nrt=False, inline="always")
 def _sdf_of(kind, y0, y1, y2, want_grad, cp, g_values):
     """(phi, dphi/dy) of a collider at the collider-frame point (y0, y1, y2) as four scalars (the gradient raw,
     not normalized, and zero unless asked); cp its parameters (`_collider_params`), g_values every grid's values."""
@@ -143,7 +149,7 @@ def _sdf_of(kind, y0, y1, y2, want_grad, cp, g_values):
             (cp[9] * g0 + cp[10] * g1) + cp[11] * g2)
 
 
-@inner_kernel(_nrt=False)
+@inner_kernel(_nrt=False, inline="always")
 def _pair_gap(com, rot, w, a, b, p, cl, kind, p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector,
               p_bound_scalar, c_center, c_rotation, c_half_extents, want_distance):
     """Broad phase of pair p in world w: (gap, distance), the gap between the colliding body's sample sphere,
@@ -259,7 +265,7 @@ def _body_moves(com, rot, w, reach_ref, reach_move):
         reach_move[n, 1] = np.sqrt(dr)
 
 
-@inner_kernel(_nrt=False)
+@inner_kernel(_nrt=False, inline="always")
 def _out_of_reach_since(p, a, b, reach_pair, reach_move):
     """True when pair p (bodies a, b) is provably still out of reach (the comment above)."""
     move = ((reach_move[a, 0] + reach_move[a, 1] * reach_pair[p, _RP_CENTRE]) + reach_move[b, 0]) \
@@ -281,7 +287,7 @@ def _pair_frame(com, rot, w, a, b, frame):
                 + rot[w, b, 2, i] * rot[w, a, 2, j]
 
 
-@inner_kernel(_nrt=False)
+@inner_kernel(_nrt=False, inline="always")
 def _sample_in_frame(points, s, frame, kind, p, p_bound_vector, p_bound_scalar, p_reach):
     """Sample s of the colliding body in the collider's frame, Y = M X + t (`_pair_frame`; the oracle's grouping):
     (kept, y0, y1, y2), kept False when a grid collider's bounding sphere culls it, as the numpy broad phase does."""
