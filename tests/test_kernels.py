@@ -18,6 +18,7 @@ import pytest
 from superdex_gym.sim import lie
 from superdex_gym.sim.jit import kernel_array
 from superdex_gym.sim.kernels import contact as contact_kernels
+from superdex_gym.sim.kernels import contact_geometry
 from superdex_gym.sim.model import compile_bodies
 from superdex_gym.sim.potentials.base import StageContext
 from superdex_gym.sim.potentials.external import DofLoads, Gravity, OffsetForces
@@ -117,8 +118,9 @@ def test_kernels_compile_from_a_cold_cache(tmp_path):
     cached = {p.name.split("-")[0] for p in (tmp_path / "cache").rglob("*.nbi")}  # "<module>.<kernel>-<line>..."
     entry_points = ["newton.newton_stage", "newton._newton_direction", "contact.contact_rows",
                     "contact.contact_hessian_from_rows", "depth.contact_depth",
-                    "constraints.point_pivot_values", "constraints.rotation_pivot_values",
-                    "constraints.one_actor_compliance", "inertia.translational_inertia", "inertia.rotational_inertia",
+                    "constraints.point_pivot_values", "constraints.rotation_pivot_values_into",
+                    "constraints.one_actor_compliance", "inertia.translational_inertia",
+                    "inertia.rotational_inertia_into",
                     "inertia.gravity", "loads.dof_loads", "loads.offset_forces", "loads.newton_euler_inertia",
                     "step.tunnelling_worst", "step.log_so3_batch", "step.exp_so3_parts", "step.exp_so3_finish",
                     "step.torque_weights", "step.select_static"]
@@ -257,13 +259,21 @@ def test_contact_kernel_equals_numpy_oracle(collider, static_collider, mode):
 
 @numba.njit(cache=True)
 def _contact_rows_then_hessian(model, com, rot, com0, rot0, stage_dt, friction_model, fade, implicit, fitted,
-                               energy, grad, hess, coupling, row_body, rows, num_rows):
-    """One world through the compiled Newton's pair of contact kernels (kernel-only: no Python wrappers)."""
+                               energy, grad, hess, coupling, row_body, rows, num_rows, reach):
+    """One world through the compiled Newton's pair of contact kernels (kernel-only: no Python wrappers); ``reach``
+    the broad phase's (state, reference, pairs, moves)."""
     contact_kernels.contact_rows(*model, com, rot, com0, rot0, stage_dt, friction_model, fade, implicit, fitted,
                                  True, energy, grad, row_body, rows, num_rows, np.empty((3, 3)), np.empty((3, 3)),
-                                 np.empty((4, 3)), np.empty(contact_kernels._CP_SIZE))
+                                 np.empty((4, 3)), np.empty(contact_kernels._CP_SIZE), *reach)
     return contact_kernels.contact_hessian_from_rows(row_body, rows, num_rows, model[24], model[25], hess, coupling,
                                                      np.empty((1, 1, 6, 6)), np.empty((3, 6)))
+
+
+def _reach_arrays(model, num_bodies, state):
+    """The broad phase's work arrays of `contact_rows` for ``model``'s pairs, with reach_state ``state``."""
+    num_pairs = model[5].shape[0]  # p_colliding
+    return (np.full(1, state, np.int64), np.empty((num_bodies, 12)),
+            np.empty((num_pairs, contact_kernels._RP_SIZE)), np.empty((num_bodies, 2)))
 
 
 @pytest.mark.parametrize("collider", ["plane", "sphere", "box", "rotated box", "grid"])
@@ -302,9 +312,11 @@ def test_contact_rows_and_hessian_from_rows_equal_contact_terms_bit_for_bit(coll
         got = tuple(np.zeros((1,) + a.shape[1:]) for a in ref)
         row_body, rows, num_rows = np.empty((max_rows, 3), np.int64), np.empty((max_rows, 18)), np.zeros(1, np.int64)
         world = slice(w, w + 1)
+        reach = _reach_arrays(model, num_bodies, contact_kernels.REACH_RECORD)
         coupled = _contact_rows_then_hessian(model, com[world], rot[world], com0[world], rot0[world], *settings, *got,
-                                             row_body, rows, num_rows)
+                                             row_body, rows, num_rows, reach)
         assert (num_rows[0] > 0) == (w != 3)
+        assert reach[0][0] == contact_kernels.REACH_USE  # recorded
         for g, r in zip(got, ref):
             np.testing.assert_array_equal(g[0], r[w])
         assert coupled == (ref_coupled and w != 3 and not static_collider)
@@ -343,3 +355,69 @@ def test_contact_depth_kernel_equals_numpy_oracle(collider, static_collider):
     ref = pot.penetration_depth_numpy(com, rot)
     assert np.all(ref[:3] > 0.0) and np.all(ref[3] == 0.0)  # in contact (0.1-4.6 ramp widths) in the three
     np.testing.assert_array_equal(got, ref)
+
+
+@numba.njit(cache=False)
+def _skipped_pairs(reach):
+    state, ref, pairs, moves = reach
+    count = 0
+    for p in range(pairs.shape[0]):
+        if contact_geometry._out_of_reach_since(p, 0, 1, pairs, moves) or \
+                contact_geometry._out_of_reach_since(p, 1, 0, pairs, moves):
+            count += 1
+    return count
+
+
+@pytest.mark.parametrize("collider", ["plane", "sphere", "box", "rotated box", "grid"])
+@pytest.mark.parametrize("static_collider", [True, False], ids=["static", "dynamic"])
+def test_contact_rows_broad_phase_reference_skips_only_pairs_out_of_reach(collider, static_collider):
+    """`contact_rows` after a recorded first evaluation (REACH_USE: pairs skipped when the bodies have provably not
+    moved enough to reach) against the exact broad phase (REACH_OFF) at poses moved from the reference by a little
+    (the far world's pairs are skipped) and by a lot (world 3 brought back into contact, world 0 lifted 5 m): the
+    same rows and terms to the bit."""
+    from test_contact_potential import FRICTION, two_body_setup
+    from superdex_gym.sim.contact.params import ContactEvalConfig
+
+    pot, ctx, com, rot = two_body_setup(_contact_cases()[collider], FRICTION, static_collider,
+                                        np.random.default_rng(5), config=ContactEvalConfig(), gap=-0.01,
+                                        stage_motion=2e-3, worlds=4)
+    assert pot.uses_kernel
+    far = com.copy()
+    far[3, 0, 1] += 5.0  # world 3: far above, no contact
+    model = (*pot._kernel_samples, *pot._kernel_pairs, *pot._kernel_colliders)
+    com0, rot0 = kernel_array(ctx.com_position0), kernel_array(ctx.rotation0)
+    settings = (float(ctx.stage_dt), 0, True, False, True)
+    num_worlds, num_bodies = com.shape[:2]
+    num_slots = max(int(pot._kernel_pairs.slot.max()) + 1, 0)
+    max_rows = int(pot._kernel_samples.count[pot._kernel_pairs.colliding].sum())
+    rng = np.random.default_rng(6)
+
+    def evaluate(c, r, w, reach):
+        out = (np.zeros(1), np.zeros((1, num_bodies, 6)), np.zeros((1, num_bodies, 6, 6)),
+               np.zeros((1, num_slots, 6, 6)))
+        row_body, rows, num_rows = np.empty((max_rows, 3), np.int64), np.empty((max_rows, 18)), np.zeros(1, np.int64)
+        world = slice(w, w + 1)
+        coupled = _contact_rows_then_hessian(model, kernel_array(c[world]), kernel_array(r[world]), com0[world],
+                                             rot0[world], *settings, *out, row_body, rows, num_rows, reach)
+        return out, coupled, num_rows[0], rows[:num_rows[0]].copy()
+
+    skipped = 0
+    for w in range(num_worlds):
+        reach = _reach_arrays(model, num_bodies, contact_kernels.REACH_RECORD)
+        evaluate(far, rot, w, reach)
+        small = far + rng.normal(scale=1e-3, size=far.shape)
+        turned = lie.exp_so3(rng.normal(scale=1e-3, size=far.shape)) @ rot
+        large = far.copy()
+        large[3, 0, 1] -= 5.0
+        large[0, 0, 1] += 5.0
+        for c, r in ((small, turned), (large, rot), (far, rot)):
+            used = evaluate(c, r, w, reach)
+            if c is small:
+                skipped += _skipped_pairs(reach)
+            exact = evaluate(c, r, w, _reach_arrays(model, num_bodies, contact_kernels.REACH_OFF))
+            for got, ref in zip(used[0], exact[0]):
+                np.testing.assert_array_equal(got, ref)
+            assert used[1:3] == exact[1:3]
+            np.testing.assert_array_equal(used[3], exact[3])
+        assert reach[0][0] == contact_kernels.REACH_USE
+    assert skipped >= 1  # the far world's pair, after the small move

@@ -70,11 +70,20 @@ def point_pivot_values(com, rot, actors, world_rows, arm_local, target, with_jac
 
 @kernel
 def rotation_pivot_values(rot, actors, world_rows, local_rotation, target, with_jacobian, g_out, jac_out):
-    """RigidPivotRotation: g = Log(R R_l R_hat^T), J = [0, Jl^{-1}(g)]."""
-    m = np.empty((3, 3))
-    rl = np.empty((3, 3))
-    phi = np.empty(3)
-    jinv = np.empty((3, 3))
+    """RigidPivotRotation: g = Log(R R_l R_hat^T), J = [0, Jl^{-1}(g)]. The numpy Newton's entry point:
+    `rotation_pivot_values_into` with its work arrays allocated here."""
+    rotation_pivot_values_into(rot, actors, world_rows, local_rotation, target, with_jacobian, g_out, jac_out,
+                               np.empty((4, 3, 3)))
+
+
+# Called by address from newton_stage with its work arrays passed in: it allocates nothing (the four arrays it
+# allocated per call cost their malloc, free and reference counting once per world and evaluation).
+@kernel(no_cpython_wrapper=True, _nrt=False)
+def rotation_pivot_values_into(rot, actors, world_rows, local_rotation, target, with_jacobian, g_out, jac_out,
+                               work):
+    """`rotation_pivot_values` with its work arrays ``work`` (4, 3, 3)."""
+    m, rl, jinv = work[0], work[1], work[2]
+    phi = work[3, 0]
     for w in range(rot.shape[0]):
         tw = world_rows[w]
         for c in range(actors.shape[0]):

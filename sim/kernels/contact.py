@@ -17,13 +17,14 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-import math
 
 import numpy as np
 
 from ..jit import inner_kernel, kernel
 from .contact_geometry import (  # noqa: F401  (the collider kinds: potential.py reads them here)
-    _CP_SIZE, BOX, GRID, PLANE, SPHERE, _collider_params, _pair_frame, _pair_in_reach, _sample_in_frame, _sdf_of)
+    _CP_SIZE, _RP_SIZE, BOX, GRID, PLANE, REACH_OFF, REACH_RECORD, REACH_USE, SPHERE, _body_moves, _collider_params,
+    _out_of_reach_since, _pair_frame, _pair_gap, _record_bodies, _record_pair, _sample_in_frame, _sdf_of)
+from .cube import pow_cube
 
 C1_REGULARIZED, CINF_REGULARIZED = 0, 1
 _ZERO_GRADIENT_NORM = 1e-9  # friction._ZERO_GRADIENT_NORM
@@ -47,7 +48,7 @@ ContactColliderArrays = namedtuple(
     "grid_cell")
 
 
-@inner_kernel(_nrt=False)
+@inner_kernel(_nrt=False, inline="always")
 def _poly_relu(x, t, shift):
     """(h, h', h'') of ramp.poly_relu."""
     y = x - shift
@@ -56,14 +57,14 @@ def _poly_relu(x, t, shift):
             return y, 1.0, 0.0
         return 0.0, 0.0, 0.0
     s = y / t
-    s3 = math.pow(s, 3.0)  # libm pow, as numpy's s**3
+    s3 = pow_cube(s)  # libm's pow(s, 3.0) bit for bit, as numpy's s**3 (kernels/cube.py)
     value = 3.0 * t / 16.0 + (0.5 + 0.375 * s - s3 / 16.0) * y
     d1 = 0.5 + 0.75 * s - 0.25 * s3
     d2 = 0.75 * (1.0 - s * s) / t
     return max(0.0, value), min(max(d1, 0.0), 1.0), max(0.0, d2)
 
 
-@inner_kernel(_nrt=False)
+@inner_kernel(_nrt=False, inline="always")
 def _smoother(model, x, t):
     """(f, f', f'', f'/x) of ramp.step_c1 / ramp.step_cinf."""
     if model == C1_REGULARIZED:
@@ -85,7 +86,7 @@ def _smoother(model, x, t):
 _ROW_G, _ROW_R, _ROW_U, _ROW_H, _ROW_SIZE = 0, 3, 6, 9, 18
 
 
-@inner_kernel(_nrt=False)
+@inner_kernel(_nrt=False, inline="always")
 def _add_jt_h_j(rows, q, lever_a, lever_b, scale, out, i0, i1, hj):
     """out[i0, i1] += scale * J(a)^T H J(b), J(v) = [1, -skew(v)] (3 x 6), for the stored row ``q``: H its Hessian,
     a and b its levers at columns ``lever_a``, ``lever_b`` (_ROW_R or _ROW_U); ``hj`` (3, 6) scratch.
@@ -123,18 +124,30 @@ def _world_rows(
         p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector, p_bound_scalar, p_slot, p_flip, c_kind,
         c_center, c_half_extents, c_rotation, c_radius, c_normal, c_offset, c_grid_values, c_grid_start, c_grid_dims,
         c_grid_min, c_grid_max, c_grid_cell, com, rot, com0, rot0, stage_dt, friction_model, fade_friction,
-        implicit_normal_force, fitted_hessian, want_hessian, row_body, rows, d2e, rd, frame, cp):
+        implicit_normal_force, fitted_hessian, want_hessian, row_body, rows, d2e, rd, frame, cp, reach_state,
+        reach_ref, reach_pair, reach_move):
     """World w's active rows, in row order (pair, sample): their bodies and pair into row_body (R, 3), their force,
     levers and (with want_hessian) world Hessian into rows (R, _ROW_SIZE); returns (their count, the world's
-    contact energy). ``d2e``, ``rd`` (3, 3), ``frame`` (4, 3) and ``cp`` (_CP_SIZE,) are scratch."""
+    contact energy). ``d2e``, ``rd`` (3, 3), ``frame`` (4, 3) and ``cp`` (_CP_SIZE,) are scratch. The broad phase
+    records or uses a reference as reach_state[0] says (contact_geometry.REACH_*; reach_ref (N, 12), reach_pair
+    (P, _RP_SIZE), reach_move (N, 2)): REACH_RECORD tests every pair and records them, then sets REACH_USE."""
     e_world = 0.0
     num_rows = 0
+    state = reach_state[0]
+    if state == REACH_USE:
+        _body_moves(com, rot, w, reach_ref, reach_move)
     for p in range(p_colliding.shape[0]):
         a, b, cl = p_colliding[p], p_collider[p], p_collider_index[p]
+        if state == REACH_USE and _out_of_reach_since(p, a, b, reach_pair, reach_move):
+            continue
         kind = c_kind[cl]
-        if not _pair_in_reach(com, rot, w, a, b, p, cl, kind, p_sphere_center, p_sphere_radius, p_reach,
-                              p_bound_is_half, p_bound_vector, p_bound_scalar, c_center, c_rotation,
-                              c_half_extents):
+        gap, distance = _pair_gap(com, rot, w, a, b, p, cl, kind, p_sphere_center, p_sphere_radius, p_bound_is_half,
+                                  p_bound_vector, p_bound_scalar, c_center, c_rotation, c_half_extents,
+                                  state == REACH_RECORD)
+        if state == REACH_RECORD:
+            _record_pair(p, cl, kind, gap, distance, com, w, a, b, p_reach, p_sphere_center, p_bound_is_half,
+                         p_bound_vector, c_rotation, reach_pair)
+        if not (gap <= p_reach[p]):
             continue
         _pair_frame(com, rot, w, a, b, frame)
         _collider_params(cl, kind, c_normal, c_offset, c_center, c_radius, c_rotation, c_half_extents,
@@ -251,6 +264,9 @@ def _world_rows(
                                                                     + rd[i, 1] * rot[w, b, j, 1])
                                                                    + rd[i, 2] * rot[w, b, j, 2])
             num_rows += 1
+    if state == REACH_RECORD:
+        _record_bodies(com, rot, w, reach_ref)
+        reach_state[0] = REACH_USE
     return num_rows, e_world
 
 
@@ -339,6 +355,8 @@ def contact_terms(
     max_rows = contact_max_rows(p_colliding, s_count)
     row_body = np.empty((max_rows, 3), np.int64)
     rows = np.empty((max_rows, _ROW_SIZE))
+    reach_off = np.full(1, REACH_OFF, np.int64)
+    no_reach = np.empty((0, _RP_SIZE))
     for w in range(com.shape[0]):
         num_rows, e_world = _world_rows(
             w, s_points, s_normals, s_weights, s_start, s_count, p_colliding, p_collider, p_collider_index, p_k,
@@ -347,7 +365,7 @@ def contact_terms(
             p_bound_scalar, p_slot, p_flip, c_kind, c_center, c_half_extents, c_rotation, c_radius, c_normal,
             c_offset, c_grid_values, c_grid_start, c_grid_dims, c_grid_min, c_grid_max, c_grid_cell, com, rot,
             com0, rot0, stage_dt, friction_model, fade_friction, implicit_normal_force, fitted_hessian,
-            want_hessian, row_body, rows, d2e, rd, frame, cp)
+            want_hessian, row_body, rows, d2e, rd, frame, cp, reach_off, no_reach, no_reach, no_reach)
         _scatter_gradient(w, row_body, rows, num_rows, grad_out)
         if want_hessian and _scatter_hessian(w, row_body, rows, num_rows, p_slot, p_flip, hess_out, coupling_out,
                                              blk, hj):
@@ -367,20 +385,23 @@ def contact_rows(
         c_center, c_half_extents, c_rotation, c_radius, c_normal, c_offset, c_grid_values, c_grid_start, c_grid_dims,
         c_grid_min, c_grid_max, c_grid_cell, com, rot, com0, rot0, stage_dt, friction_model, fade_friction,
         implicit_normal_force, fitted_hessian, want_hessian, energy_out, grad_out, row_body, rows, num_rows, d2e, rd,
-        frame, cp):
+        frame, cp, reach_state, reach_ref, reach_pair, reach_move):
     """`contact_terms` of one world (leading axis 1) without the Hessian assembly: adds the energy and gradient into
     energy_out (1,) and grad_out (1, N, 6) and leaves the world's rows in row_body (R, 3), rows (R, _ROW_SIZE)
     (R = `contact_max_rows`) and their count in num_rows (1,), with their world Hessians when want_hessian, for
     `contact_hessian_from_rows`. The compiled Newton assembles the Hessian only where it takes a step, not at the
     iterate it stops on nor at a rejected line-search trial. ``d2e``, ``rd`` (3, 3), ``frame`` (4, 3) and ``cp``
-    (_CP_SIZE,) are scratch."""
+    (_CP_SIZE,) are scratch. The broad phase between one solve's evaluations: `_world_rows` (reach_state (1,)
+    int, set to contact_geometry.REACH_RECORD at a solve's first evaluation; reach_ref (N, 12), reach_pair
+    (P, _RP_SIZE), reach_move (N, 2) work arrays kept between the calls)."""
     count, e_world = _world_rows(
         0, s_points, s_normals, s_weights, s_start, s_count, p_colliding, p_collider, p_collider_index, p_k, p_eps,
         p_delta, p_mu, p_c_t, p_c_n, p_falloff_vel, p_max_alignment, p_use_collider_normal, p_dissipative, p_reach,
         p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector, p_bound_scalar, p_slot, p_flip, c_kind,
         c_center, c_half_extents, c_rotation, c_radius, c_normal, c_offset, c_grid_values, c_grid_start,
         c_grid_dims, c_grid_min, c_grid_max, c_grid_cell, com, rot, com0, rot0, stage_dt, friction_model,
-        fade_friction, implicit_normal_force, fitted_hessian, want_hessian, row_body, rows, d2e, rd, frame, cp)
+        fade_friction, implicit_normal_force, fitted_hessian, want_hessian, row_body, rows, d2e, rd, frame, cp,
+        reach_state, reach_ref, reach_pair, reach_move)
     _scatter_gradient(0, row_body, rows, count, grad_out)
     energy_out[0] += e_world
     num_rows[0] = count

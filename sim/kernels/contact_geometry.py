@@ -6,6 +6,12 @@ grid_sdf.py hold the formulas and the numpy oracles).
 No array views and no scratch array per pair or sample, and no NRT: each view, or array argument of a helper
 compiled with NRT, costs reference-count updates (atomic increments and decrements), which took a third of the
 contact kernel's time (docs/engine.md, "Solver paths").
+
+The per-sample and per-pair helpers are inlined into their callers by numba (``inline="always"``): LLVM left them
+as calls, each passing its arrays as a dozen machine words, and inlining them (with `contact._poly_relu`,
+`_smoother` and `_add_jt_h_j`) took the aligned 5-box stack's Newton from ~35 to ~31 us per world-stage and Push's
+from ~15.9 to ~14.3 (replayed, same bits) for ~1 s more CPU of cold compile (the contact kernel's child process).
+The Newton's buffer helpers are not: inlined at their many call sites they doubled newton_stage's compile.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from ..jit import inner_kernel
 PLANE, SPHERE, BOX, GRID = 0, 1, 2, 3  # collider kinds
 
 
-@inner_kernel(_nrt=False)
+@inner_kernel(_nrt=False, inline="always")
 def _grid_axis(y, lo, hi, cell, n):
     """Per axis: (clamped - y offset outside the box, cell index, local coordinate in [0, 1])."""
     clamped = min(max(y, lo), hi)
@@ -60,7 +66,7 @@ def _collider_params(cl, kind, c_normal, c_offset, c_center, c_radius, c_rotatio
                 cp[3 + 3 * i + j] = c_rotation[cl, i, j]
 
 
-@inner_kernel(_nrt=False)
+@inner_kernel(_nrt=False, inline="always")
 def _grid_sdf(y0, y1, y2, v, cp, want_grad):
     """`GridSdfCollider.evaluate` at (y0, y1, y2) (the grid's parameters in cp, `_collider_params`): (phi, dphi/dy)
     as four scalars, the trilinear value (+ the distance to the grid box outside it) and, when asked (else zero),
@@ -95,7 +101,7 @@ def _grid_sdf(y0, y1, y2, v, cp, want_grad):
     return value + out_dist, g0, g1, g2
 
 
-@inner_kernel(_nrt=False)
+@inner_kernel(_nrt=False, inline="always")
 def _sdf_of(kind, y0, y1, y2, want_grad, cp, g_values):
     """(phi, dphi/dy) of a collider at the collider-frame point (y0, y1, y2) as four scalars (the gradient raw,
     not normalized, and zero unless asked); cp its parameters (`_collider_params`), g_values every grid's values."""
@@ -143,13 +149,14 @@ def _sdf_of(kind, y0, y1, y2, want_grad, cp, g_values):
             (cp[9] * g0 + cp[10] * g1) + cp[11] * g2)
 
 
-@inner_kernel(_nrt=False)
-def _pair_in_reach(com, rot, w, a, b, p, cl, kind, p_sphere_center, p_sphere_radius, p_reach, p_bound_is_half,
-                   p_bound_vector, p_bound_scalar, c_center, c_rotation, c_half_extents):
-    """Broad phase of pair p in world w: the colliding body's sample sphere, centred in B's frame, against the
-    collider's bound (the exact SDF for boxes). Indexed element by element, without array views: every (world,
-    pair) passes here, and a view's reference counting cost ~0.7 us per pair, most of a world's contact time when
-    few pairs touch."""
+@inner_kernel(_nrt=False, inline="always")
+def _pair_gap(com, rot, w, a, b, p, cl, kind, p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector,
+              p_bound_scalar, c_center, c_rotation, c_half_extents, want_distance):
+    """Broad phase of pair p in world w: (gap, distance), the gap between the colliding body's sample sphere,
+    centred in B's frame at y, and the collider's bound (the exact SDF for boxes), and |y| (with want_distance,
+    else 0). The pair is in reach when gap <= reach (`_pair_in_reach`). Indexed element by element, without array
+    views: every (world, pair) passes here, and a view's reference counting cost ~0.7 us per pair, most of a
+    world's contact time when few pairs touch."""
     sc0, sc1, sc2 = p_sphere_center[p, 0], p_sphere_center[p, 1], p_sphere_center[p, 2]
     x0 = com[w, a, 0] + ((rot[w, a, 0, 0] * sc0 + rot[w, a, 0, 2] * sc2) + rot[w, a, 0, 1] * sc1) - com[w, b, 0]
     x1 = com[w, a, 1] + ((rot[w, a, 1, 0] * sc0 + rot[w, a, 1, 2] * sc2) + rot[w, a, 1, 1] * sc1) - com[w, b, 1]
@@ -173,7 +180,98 @@ def _pair_in_reach(com, rot, w, a, b, p, cl, kind, p_sphere_center, p_sphere_rad
     else:
         d0, d1, d2 = y0 - p_bound_vector[p, 0], y1 - p_bound_vector[p, 1], y2 - p_bound_vector[p, 2]
         lb = np.sqrt((d0 * d0 + d1 * d1) + d2 * d2) - p_bound_scalar[p]
-    return lb - p_sphere_radius[p] <= p_reach[p]
+    distance = np.sqrt((y0 * y0 + y1 * y1) + y2 * y2) if want_distance else 0.0
+    return lb - p_sphere_radius[p], distance
+
+
+@inner_kernel(_nrt=False)
+def _pair_in_reach(com, rot, w, a, b, p, cl, kind, p_sphere_center, p_sphere_radius, p_reach, p_bound_is_half,
+                   p_bound_vector, p_bound_scalar, c_center, c_rotation, c_half_extents):
+    """Whether pair p of world w passes the broad phase (`_pair_gap`)."""
+    gap, _ = _pair_gap(com, rot, w, a, b, p, cl, kind, p_sphere_center, p_sphere_radius, p_bound_is_half,
+                       p_bound_vector, p_bound_scalar, c_center, c_rotation, c_half_extents, False)
+    return gap <= p_reach[p]
+
+
+# The broad phase between the evaluations of one Newton solve (contact_rows, once per world and evaluation): the
+# first evaluation of a world's solve tests every pair and records, per pair, how far out of reach it was
+# (margin = gap - reach), the bound's Lipschitz constant in y and |y|, and per body its pose. A later evaluation
+# skips a pair without testing it when the bodies have not moved enough since to close that margin:
+#     |y - y_ref| <= |c_A - c_A'| + ||R_A - R_A'|| |s| + |c_B - c_B'| + ||R_B - R_B'|| |y_ref|
+# (y = R_B^T (c_A + R_A s - c_B), s the sphere's centre in A's frame; Frobenius norms), and the gap changes by at
+# most L |y - y_ref|. The test demands margin > L move (1 + 1e-9) + slack, slack 1e-8 (1 + the magnitudes involved),
+# orders of magnitude above the round-off of the exact test, so a skipped pair is one the exact test would have
+# dropped: the same rows, the same bits (tests/test_kernels.py). NaN poses are never skipped. Push-v0 tests ~30 pairs
+# per evaluation with ~1.25 in reach: the test was ~12% of its Newton time.
+_RP_MARGIN, _RP_LIPSCHITZ, _RP_DISTANCE, _RP_CENTRE, _RP_SLACK, _RP_SIZE = 0, 1, 2, 3, 4, 5  # columns of reach_pair
+REACH_OFF, REACH_RECORD, REACH_USE = -1, 0, 1  # reach_state[0]: no skipping / record this evaluation / skip
+
+
+@inner_kernel(_nrt=False)
+def _record_pair(p, cl, kind, gap, distance, com, w, a, b, p_reach, p_sphere_center, p_bound_is_half,
+                 p_bound_vector, c_rotation, reach_pair):
+    """reach_pair[p] (_RP_SIZE,) from the exact test's gap and |y| at the reference pose."""
+    if kind == BOX:  # l = Q^T d: ||Q||_2^2 <= the largest absolute row sum of Q^T Q (Gershgorin)
+        largest = 0.0
+        for i in range(3):
+            row = 0.0
+            for j in range(3):
+                qtq = (c_rotation[cl, 0, i] * c_rotation[cl, 0, j] + c_rotation[cl, 1, i] * c_rotation[cl, 1, j]) \
+                    + c_rotation[cl, 2, i] * c_rotation[cl, 2, j]
+                row += abs(qtq)
+            largest = max(largest, row)
+        lipschitz = np.sqrt(largest)
+    elif p_bound_is_half[p]:  # y . v - s
+        v0, v1, v2 = p_bound_vector[p, 0], p_bound_vector[p, 1], p_bound_vector[p, 2]
+        lipschitz = np.sqrt((v0 * v0 + v1 * v1) + v2 * v2)
+    else:  # |y - centre| - s
+        lipschitz = 1.0
+    s0, s1, s2 = p_sphere_center[p, 0], p_sphere_center[p, 1], p_sphere_center[p, 2]
+    centre = np.sqrt((s0 * s0 + s1 * s1) + s2 * s2)
+    magnitude = 0.0
+    for i in range(3):
+        magnitude += abs(com[w, a, i]) + abs(com[w, b, i])
+    reach_pair[p, _RP_MARGIN] = gap - p_reach[p]
+    reach_pair[p, _RP_LIPSCHITZ] = lipschitz
+    reach_pair[p, _RP_DISTANCE] = distance
+    reach_pair[p, _RP_CENTRE] = centre
+    reach_pair[p, _RP_SLACK] = 1e-8 * ((((1.0 + distance) + centre) + abs(gap)) + magnitude)
+
+
+@inner_kernel(_nrt=False)
+def _record_bodies(com, rot, w, reach_ref):
+    """reach_ref (N, 12): every body's pose at the reference evaluation (c, then R row-major)."""
+    for n in range(com.shape[1]):
+        for i in range(3):
+            reach_ref[n, i] = com[w, n, i]
+            for j in range(3):
+                reach_ref[n, 3 + 3 * i + j] = rot[w, n, i, j]
+
+
+@inner_kernel(_nrt=False)
+def _body_moves(com, rot, w, reach_ref, reach_move):
+    """reach_move (N, 2): per body |c - c_ref| and ||R - R_ref||_F."""
+    for n in range(com.shape[1]):
+        dc = 0.0
+        for i in range(3):
+            d = com[w, n, i] - reach_ref[n, i]
+            dc += d * d
+        dr = 0.0
+        for i in range(3):
+            for j in range(3):
+                d = rot[w, n, i, j] - reach_ref[n, 3 + 3 * i + j]
+                dr += d * d
+        reach_move[n, 0] = np.sqrt(dc)
+        reach_move[n, 1] = np.sqrt(dr)
+
+
+@inner_kernel(_nrt=False, inline="always")
+def _out_of_reach_since(p, a, b, reach_pair, reach_move):
+    """True when pair p (bodies a, b) is provably still out of reach (the comment above)."""
+    move = ((reach_move[a, 0] + reach_move[a, 1] * reach_pair[p, _RP_CENTRE]) + reach_move[b, 0]) \
+        + reach_move[b, 1] * reach_pair[p, _RP_DISTANCE]
+    bound = reach_pair[p, _RP_LIPSCHITZ] * move * (1.0 + 1e-9) + reach_pair[p, _RP_SLACK]
+    return reach_pair[p, _RP_MARGIN] > bound
 
 
 @inner_kernel(_nrt=False)
@@ -189,7 +287,7 @@ def _pair_frame(com, rot, w, a, b, frame):
                 + rot[w, b, 2, i] * rot[w, a, 2, j]
 
 
-@inner_kernel(_nrt=False)
+@inner_kernel(_nrt=False, inline="always")
 def _sample_in_frame(points, s, frame, kind, p, p_bound_vector, p_bound_scalar, p_reach):
     """Sample s of the colliding body in the collider's frame, Y = M X + t (`_pair_frame`; the oracle's grouping):
     (kept, y0, y1, y2), kept False when a grid collider's bounding sphere culls it, as the numpy broad phase does."""

@@ -107,17 +107,22 @@ def store_rotation_hessian(m, diagonal, psd_project, h, vals, vecs, scratch, blo
 def rotational_inertia(second_moment, active, stage_dt, rot, rot0, omega0, sym0, want_hessian, psd_project,
                        energy_out, grad_out, hess_out):
     """Phi = 1/2 tr(W) + 1/2 tr(R~ W R~^T) - tr(R W R~^T), W = J / dt^2, R~ = R0 + dt (skew(omega0) + S0) R0;
-    grad = 2 axial(A), Hessian sym(-A) - tr(-A) 1 with A = R W R~^T (left perturbation, lie.h identities)."""
+    grad = 2 axial(A), Hessian sym(-A) - tr(-A) 1 with A = R W R~^T (left perturbation, lie.h identities).
+    The numpy Newton's entry point: `rotational_inertia_into` with its work arrays allocated here."""
+    rotational_inertia_into(second_moment, active, stage_dt, rot, rot0, omega0, sym0, want_hessian, psd_project,
+                            energy_out, grad_out, hess_out, np.empty((9, 3, 3)))
+
+
+# Called by address from newton_stage (its C wrapper) with its work arrays passed in, so that it allocates nothing
+# and runs without NRT: the nine work arrays it allocated per call, once per world and evaluation, cost ~5% of a
+# Push world's Newton time (malloc, free and their reference counting).
+@kernel(no_cpython_wrapper=True, _nrt=False)
+def rotational_inertia_into(second_moment, active, stage_dt, rot, rot0, omega0, sym0, want_hessian, psd_project,
+                            energy_out, grad_out, hess_out, work):
+    """`rotational_inertia` with its work arrays ``work`` (9, 3, 3)."""
     dt2 = stage_dt * stage_dt
-    wm = np.empty((3, 3))
-    m = np.empty((3, 3))
-    pred = np.empty((3, 3))
-    rw = np.empty((3, 3))
-    a = np.empty((3, 3))
-    h = np.empty((3, 3))
-    eig_vals = np.empty(3)
-    eig_vecs = np.empty((3, 3))
-    scratch = np.empty((3, 3))
+    wm, m, pred, rw, a, h, eig_vecs, scratch = work[0], work[1], work[2], work[3], work[4], work[5], work[6], work[7]
+    eig_vals = work[8, 0]
     for w in range(rot.shape[0]):
         e = 0.0
         for n in range(rot.shape[1]):
@@ -127,13 +132,13 @@ def rotational_inertia(second_moment, active, stage_dt, rot, rot0, omega0, sym0,
                 for j in range(3):
                     wm[i, j] = second_moment[n, i, j] / dt2
                     m[i, j] = sym0[w, n, i, j]
-            om = omega0[w, n]
-            m[0, 1] -= om[2]
-            m[0, 2] += om[1]
-            m[1, 0] += om[2]
-            m[1, 2] -= om[0]
-            m[2, 0] -= om[1]
-            m[2, 1] += om[0]
+            om0, om1, om2 = omega0[w, n, 0], omega0[w, n, 1], omega0[w, n, 2]
+            m[0, 1] -= om2
+            m[0, 2] += om1
+            m[1, 0] += om2
+            m[1, 2] -= om0
+            m[2, 0] -= om1
+            m[2, 1] += om0
             for i in range(3):
                 for j in range(3):
                     s = 0.0

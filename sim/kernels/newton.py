@@ -28,9 +28,10 @@ import numpy as np
 from numba import types
 
 from ..jit import address_call, compile_in_processes, in_disk_cache, inner_kernel, kernel, wrapper_address
-from .constraints import one_actor_compliance, point_pivot_values, rotation_pivot_values
+from .constraints import one_actor_compliance, point_pivot_values, rotation_pivot_values_into
 from .contact import _CP_SIZE, contact_hessian_from_rows, contact_max_rows, contact_rows
-from .inertia import gravity, rotational_inertia, translational_inertia
+from .contact_geometry import _RP_SIZE, REACH_RECORD
+from .inertia import gravity, rotational_inertia_into, translational_inertia
 from .loads import dof_loads, newton_euler_inertia, offset_forces
 
 NOT_STARTED, CONVERGED, STOPPED, DIVERGED = 0, 1, 2, 3  # params.ConvergenceStatus values
@@ -177,9 +178,10 @@ def min_norm_solve(mat, rhs, sol, n):
 
 @kernel(no_cpython_wrapper=True)  # called by address from newton_stage (its C wrapper), never from Python
 def _newton_direction(grad, hess, coupling, slot_a, slot_b, has_coupling, is_static, dyn_index, dx, dense, rhs,
-                      sol, work, perm):
+                      sol, work, perm, local):
     """dx (N, 6) solving K dx = r over the dynamic bodies of one world (newton._solve): one 6x6 solve per body
-    unless a contact coupling block between two dynamic bodies is non-zero, then one dense 6D x 6D solve."""
+    unless a contact coupling block between two dynamic bodies is non-zero, then one dense 6D x 6D solve.
+    ``local`` (N,) int scratch."""
     num_dyn = dyn_index.shape[0]
     coupled = False
     if has_coupling:
@@ -195,7 +197,8 @@ def _newton_direction(grad, hess, coupling, slot_a, slot_b, has_coupling, is_sta
     # One call site of the solve (numba links its IR, with the LU and the minimum-norm fallback, once per site):
     # uncoupled, one 6x6 system per dynamic body; coupled, one dense 6D x 6D system.
     size = 6 if not coupled else 6 * num_dyn
-    local = np.full(is_static.shape[0], -1, np.int64)
+    for b in range(is_static.shape[0]):
+        local[b] = -1
     for d in range(num_dyn):
         local[dyn_index[d]] = d
     for system in range(num_dyn if not coupled else 1):
@@ -289,18 +292,18 @@ _CONTACT_MODEL = (_F2, _F2, _F1, _I1, _I1,  # ContactSampleArrays
                   _I1, _F2, _F2, _F3, _F1, _F2, _F1, _F1, _I1, _I2, _F2, _F2, _F2)  # ContactColliderArrays
 _BY_ADDRESS = (  # (kernel, signature), in the order of callee_addresses
     (translational_inertia, types.none(_F1, _B1, _f8, _F3, _F3, _F3, _b, *_TERMS)),
-    (rotational_inertia, types.none(_F3, _B1, _f8, _F4, _F4, _F3, _F4, _b, _b, *_TERMS)),
+    (rotational_inertia_into, types.none(_F3, _B1, _f8, _F4, _F4, _F3, _F4, _b, _b, *_TERMS, _F3)),
     (newton_euler_inertia, types.none(_F3, _B1, _f8, _F4, _F4, _F3, _b, *_TERMS)),
     (gravity, types.none(_F1, _B1, _B1, _F2, _F3, _F1, _F3)),
     (dof_loads, types.none(_B1, _F3, _F3, _F4, _F4, _F1, _F3)),
     (offset_forces, types.none(_B1, _F4, _F3, _F3, _F4, _b, _b, *_TERMS)),
     (contact_rows, types.none(*_CONTACT_MODEL, _F3, _F4, _F3, _F4, _f8, _i8, _b, _b, _b, _b, _F1, _F3, _I2, _F2, _I1,
-                              _F2, _F2, _F2, _F1)),
+                              _F2, _F2, _F2, _F1, _I1, _F2, _F2, _F2)),
     (contact_hessian_from_rows, _b(_I2, _F2, _I1, _I1, _B1, _F4, _F4, _F4, _F2)),
     (point_pivot_values, types.none(_F3, _F4, _I1, _I1, _F2, _F3, _b, _F3, _F4)),
-    (rotation_pivot_values, types.none(_F4, _I1, _I1, _F3, _F4, _b, _F3, _F4)),
+    (rotation_pivot_values_into, types.none(_F4, _I1, _I1, _F3, _F4, _b, _F3, _F4, _F3)),
     (one_actor_compliance, types.none(_F3, _F3, _F4, _I1, _F1, _F1, _F1, _b, _b, *_TERMS)),
-    (_newton_direction, _b(_F2, _F3, _F3, _I1, _I1, _b, _B1, _I1, _F2, _F2, _F1, _F1, _F2, _I1)),
+    (_newton_direction, _b(_F2, _F3, _F3, _I1, _I1, _b, _B1, _I1, _F2, _F2, _F1, _F1, _F2, _I1, _I1)),
 )
 (_call_translational_inertia, _call_rotational_inertia, _call_newton_euler_inertia, _call_gravity, _call_dof_loads,
  _call_offset_forces, _call_contact_rows, _call_contact_hessian, _call_point_pivot_values, _call_rotation_pivot_values,
@@ -419,7 +422,10 @@ def newton_stage(
     row_body = np.empty((max_rows, 3), np.int64)
     contact_rows_buf = np.empty((max_rows, 18))
     num_rows = np.zeros(1, np.int64)
-    contact_scratch = (np.empty((3, 3)), np.empty((3, 3)), np.empty((4, 3)), np.empty(_CP_SIZE))
+    # The broad phase's reference, recorded at each world's first evaluation (contact_geometry.REACH_*).
+    reach_state = np.empty(1, np.int64)
+    contact_scratch = (np.empty((3, 3)), np.empty((3, 3)), np.empty((4, 3)), np.empty(_CP_SIZE), reach_state,
+                       np.empty((n, 12)), np.empty((p_colliding.shape[0], _RP_SIZE)), np.empty((n, 2)))
     hessian_scratch = (np.empty((1, 1, 6, 6)), np.empty((3, 6)))
     best_c = np.empty((n, 3))
     best_r = np.empty((n, 3, 3))
@@ -431,6 +437,9 @@ def newton_stage(
     sol = np.empty(size)
     work = np.empty((size, size))
     perm = np.empty(size, np.int64)
+    local = np.empty(n, np.int64)
+    inertia_work = np.empty((9, 3, 3))
+    pivot_work = np.empty((4, 3, 3))
     pp_g = np.empty((1, pp_count, 3))
     pp_jac = np.empty((1, pp_count, 3, 6))
     pp_gold = np.empty((1, pp_count, 3))
@@ -482,6 +491,7 @@ def newton_stage(
         if pr_count:
             _copy(pr_gold_f, 0, pr_gold_in, w * pr_gold_f.shape[0], pr_gold_f.shape[0])
         rows[0] = world_index[w]
+        reach_state[0] = REACH_RECORD
         _copy(c_try_f, 0, guess_c_in, w * n3, n3)
         _copy(r_try_f, 0, guess_r_in, w * n9, n9)
         # One evaluation point (one call site per potential kernel): the first pass evaluates the start iterate,
@@ -510,7 +520,7 @@ def newton_stage(
                                         e_try, g_try, h_try)
             _zero(e_one, g_one_f, h_one_f)
             _call_rotational_inertia(addresses[_ROTATIONAL], second_moment, rot_active, stage_dt, r_try, r0, om0, s0,
-                                     hessian, psd_project, e_one, g_one, h_one)
+                                     hessian, psd_project, e_one, g_one, h_one, inertia_work)
             _add_terms(e_try, g_try_f, h_try_f, e_one, g_one_f, h_one_f)
             if any_newton_euler:
                 _zero(e_one, g_one_f, h_one_f)
@@ -558,7 +568,7 @@ def newton_stage(
                                                    hessian, e_one, g_one, h_one)
                     elif kind == 1 and pr_count:
                         _call_rotation_pivot_values(addresses[_ROTATION_PIVOTS], r_try, pr_actors, rows,
-                                                    pr_local_rotation, pr_target, hessian, pr_g, pr_jac)
+                                                    pr_local_rotation, pr_target, hessian, pr_g, pr_jac, pivot_work)
                         _call_one_actor_compliance(addresses[_COMPLIANCE], pr_g, pr_gold if pr_damped else pr_g,
                                                    pr_jac, pr_actors, pr_stiffness, pr_damp, pr_saturation, pr_damped,
                                                    hessian, e_one, g_one, h_one)
@@ -647,7 +657,7 @@ def newton_stage(
             if has_constraints:
                 _accumulate(h_tot_f, h_one_f)
             ok = _call_newton_direction(addresses[_DIRECTION], g_tot[0], h_tot[0], k_tot[0], slot_a, slot_b,
-                                        num_slots > 0, is_static, dyn_index, dx, dense, rhs, sol, work, perm)
+                                        num_slots > 0, is_static, dyn_index, dx, dense, rhs, sol, work, perm, local)
             if not ok:
                 st = DIVERGED
                 _copy(out_c_f, w * n3, c_f, 0, n3)
