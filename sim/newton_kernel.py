@@ -26,6 +26,9 @@ _LS_CODE = {LineSearchType.NONE: newton_kernels.LS_NONE, LineSearchType.SIMPLE: 
             LineSearchType.RESIDUAL_NORM: newton_kernels.LS_RESIDUAL_NORM,
             LineSearchType.ARMIJO_OR_RESIDUAL_NORM: newton_kernels.LS_ARMIJO_OR_RESIDUAL_NORM}
 _FRICTION_CODE = None  # filled lazily from contact.potential (import order)
+# The constraint types the compiled Newton evaluates (Gauss-Newton Hessian), with their newton_stage set kinds.
+_SET_KINDS = {"RigidPivotPosition": newton_kernels.SET_POINT_PIVOTS,
+              "RigidPivotRotation": newton_kernels.SET_ROTATION_PIVOTS, **newton_kernels.JOINT_KINDS}
 
 
 def run_world_slices(stage, num_worlds: int) -> None:
@@ -57,8 +60,8 @@ def _pool(threads: int):
 
 
 class KernelPlan:
-    """The compiled Newton's frozen inputs for one step: the contact potential (or None) and the pivot sets in
-    the constraint system's order."""
+    """The compiled Newton's frozen inputs for one step: the contact potential (or None) and the constraint sets
+    (pivots, joints) in the constraint system's order."""
 
     def __init__(self, contact, constraint_system, sets):
         self.contact, self.constraint_system, self.sets = contact, constraint_system, sets
@@ -95,7 +98,7 @@ def plan(potentials, params: NonLinearSolverParams):
             for kind, cs in pot._sets.items():
                 if not len(cs):
                     continue
-                if kind not in ("RigidPivotPosition", "RigidPivotRotation") or cs.exact_hessian:
+                if kind not in _SET_KINDS or cs.exact_hessian:
                     return f"constraint type {kind} has no per-world kernel"
                 sets.append((kind, cs))
             continue
@@ -161,6 +164,55 @@ def _with_g_old(cs, value, com0, rot0, world_rows):
         return value
     g_old = cs._values_kernel(com0, rot0, world_rows, cs._old_targets, False)[0]
     return value[:4] + (kernel_array(g_old),) + value[5:]
+
+
+def _joint_inputs(cs, kind, stage_dt: float, com0, rot0, world_rows):
+    """One joint set's tuple of newton_stage arguments (count, actors (C, 2), the kind's geometry, stiffness,
+    damping / dt, saturation, damped) and its g_old, the values at the stage start (W, C, 3) for a damped set (the
+    kernel then reads it) or a zero stand-in. The arrays are the set's own where they are kernel arrays already
+    (the targets are written in place by their setters, so the kernel reads their current values)."""
+    dt = float(stage_dt)
+    if not (math.isfinite(dt) and dt > 0.0):
+        raise ValueError(f"stage_dt must be positive and finite, got {stage_dt}")
+    code = _SET_KINDS[kind]
+    actors = kernel_array(cs.actors, np.int64)
+    if code == newton_kernels.SET_SPHERICAL:
+        actors, arm_a, arm_b = cs._kernel_geometry()
+        geometry = (arm_a, arm_b)
+    elif code == newton_kernels.SET_PRISMATIC:
+        geometry = (kernel_array(cs._world_data["frame"]), kernel_array(cs._world_data["reference_offset"]),
+                    kernel_array(cs._data["min"]), kernel_array(cs._data["max"]))
+    elif code == newton_kernels.SET_RANGE:
+        geometry = (kernel_array(cs._world_data["frame"]), kernel_array(cs._world_data["reference"]),
+                    kernel_array(cs._data["min"]), kernel_array(cs._data["max"]))
+    else:
+        geometry = (kernel_array(cs._world_data["frame"]), kernel_array(cs._targets["rotation"]))
+    damp = kernel_array(cs.damping / dt)
+    damped = bool(np.any(damp != 0.0))
+    value = (len(cs), actors, *geometry, kernel_array(cs.stiffness), damp, kernel_array(cs.saturation), damped)
+    if damped:
+        g_old = kernel_array(cs._values_kernel(com0, rot0, world_rows, cs._old_targets, False)[0])
+    else:
+        g_old = _empty((com0.shape[0], len(cs), 3))
+    return value, g_old
+
+
+def _no_joints(code, num_worlds):
+    """The arguments of an absent joint kind (shared zero-size arrays of the types newton_stage is compiled for)."""
+    i2, f1 = _empty((0, 2), np.int64), _empty((0,))
+    if code == newton_kernels.SET_SPHERICAL:
+        geometry = (_empty((0, 3)), _empty((0, 3)))
+    elif code == newton_kernels.SET_PRISMATIC:
+        geometry = (_empty((1, 0, 3, 3)), _empty((1, 0, 3)), f1, f1)
+    elif code == newton_kernels.SET_RANGE:
+        geometry = (_empty((1, 0, 3, 3)), _empty((1, 0, 3, 3)), _empty((0, 3)), _empty((0, 3)))
+    else:
+        geometry = (_empty((1, 0, 3, 3)), _empty((1, 0, 3, 3)))
+    return (0, i2, *geometry, f1, f1, f1, False), _empty((num_worlds, 0, 3))
+
+
+_JOINT_CODES = (newton_kernels.SET_SPHERICAL, newton_kernels.SET_PRISMATIC, newton_kernels.SET_RANGE,
+                newton_kernels.SET_TRACKING)
 
 
 def _no_pivots(kind, num_worlds):
@@ -247,24 +299,48 @@ def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0
     contact_args = _contact_inputs(pot) if pot is not None else _NO_CONTACT
 
     pp = pr = None
-    pivot_order = 0
-    has_constraints = False
+    joints = {}
+    order = []
     if kplan.sets:  # the sets' CoM-frame arms follow the model's com_local (a new array after any change)
         kplan.constraint_system._sync_com_local(model.bodies.com_local)
     for kind, cs in kplan.sets:
         if len(cs):
-            if not has_constraints:
-                pivot_order = 1 if kind == "RigidPivotRotation" else 0
-            has_constraints = True
-            inputs = _pivot_inputs(cs, kind, stage_dt, com0, rot0, world_rows)
-            if kind == "RigidPivotPosition":
-                pp = inputs
+            code = _SET_KINDS[kind]
+            order.append(code)
+            if code == newton_kernels.SET_POINT_PIVOTS:
+                pp = _pivot_inputs(cs, kind, stage_dt, com0, rot0, world_rows)
+            elif code == newton_kernels.SET_ROTATION_PIVOTS:
+                pr = _pivot_inputs(cs, kind, stage_dt, com0, rot0, world_rows)
             else:
-                pr = inputs
+                joints[code] = _joint_inputs(cs, kind, stage_dt, com0, rot0, world_rows)
+    has_constraints = bool(order)
+    set_order = _SET_ORDER.get(tuple(order))
+    if set_order is None:
+        set_order = _SET_ORDER[tuple(order)] = np.array(order, dtype=np.int64)
     if pp is None:
         pp = _no_pivots("RigidPivotPosition", num_worlds)
     if pr is None:
         pr = _no_pivots("RigidPivotRotation", num_worlds)
+    joint_args = []
+    for code in _JOINT_CODES:
+        joint_args.extend(joints[code] if code in joints else _no_joints(code, num_worlds))
+    if joints:  # the joints' coupling slots after the contact potential's, one group per set in the set order
+        slot_a, slot_b = contact_args[-2], contact_args[-1]
+        groups = [0, slot_a.shape[0]]
+        pairs = [slot_a, slot_b]
+        for code in order:
+            if code in joints:
+                actors = joints[code][0][1]
+                pairs[0] = np.concatenate([pairs[0], actors[:, 0]])
+                pairs[1] = np.concatenate([pairs[1], actors[:, 1]])
+                groups.append(groups[-1] + actors.shape[0])
+        contact_args = contact_args[:-2] + (kernel_array(pairs[0], np.int64), kernel_array(pairs[1], np.int64))
+        slot_groups = np.array(groups, dtype=np.int64)
+    else:
+        slot_groups = _CONTACT_GROUPS.get(contact_args[-2].shape[0])
+        if slot_groups is None:
+            slot_groups = _CONTACT_GROUPS[contact_args[-2].shape[0]] = np.array([0, contact_args[-2].shape[0]],
+                                                                                dtype=np.int64)
 
     has_offset = offset_force is not None
     offset_force = kernel_array(offset_force) if has_offset else _empty((num_worlds, n, 0, 3))
@@ -278,7 +354,8 @@ def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0
     ls_iterations = np.empty(num_worlds, dtype=np.int64)
     external_force = kernel_array(external_force)
     any_load = bool(np.logical_or.reduce(external_force, axis=None))
-    flags = (any_newton_euler, any_load, has_offset, bool(contact_args[0]), pp[0] > 0, pr[0] > 0)
+    flags = (any_newton_euler, any_load, has_offset, bool(contact_args[0]), pp[0] > 0, pr[0] > 0,
+             *(code in joints for code in _JOINT_CODES))
     needed = _NEEDED.get(flags)
     if needed is None:
         needed = _NEEDED[flags] = newton_kernels.needed_callees(*flags)
@@ -290,7 +367,7 @@ def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0
             arrays.rotational_inertia, arrays.inertia, arrays.newton_euler, any_newton_euler, dyn_index,
             stage_dt, com0, rot0, vel0, omega0, sym0, gravity, external_force,
             offset_force, offset_local, has_offset, force_weight, torque_weight, *contact_args,
-            has_constraints, pivot_order, world_rows, *pp, *pr, *solver_args,
+            has_constraints, set_order, world_rows, *pp, *pr, *joint_args, slot_groups, *solver_args,
             guess_c, guess_r, out_c, out_r, out_grad, status, iterations, ls_iterations]
 
     def stage(w, addresses):
@@ -344,16 +421,19 @@ _LOADED: dict = {}  # callee_addresses per stage flags, filled once every callee
 
 def _per_world_positions(num_contact: int, num_solver: int) -> tuple:
     """The positions in newton_stage's argument list of the arrays with a leading world axis: the stage start,
-    gravity, loads, offset forces, torque weights, world rows, the pivot sets' g_old, Newton's start and the
-    outputs."""
+    gravity, loads, offset forces, torque weights, world rows, the pivot and joint sets' g_old, Newton's start and
+    the outputs."""
     after_contact = 23 + num_contact  # has_constraints
     pivots = after_contact + 3  # the first pivot set's 9 inputs; its g_old is the fifth
-    outputs = pivots + 18 + num_solver
-    return ((11, 12, 13, 14, 15, 16, 17, 18, 22, after_contact + 2, pivots + 4, pivots + 13)
-            + tuple(range(outputs, outputs + 8)))
+    joints = pivots + 18  # four (tuple, g_old) pairs, then slot_groups
+    outputs = joints + 9 + num_solver
+    return ((11, 12, 13, 14, 15, 16, 17, 18, 22, after_contact + 2, pivots + 4, pivots + 13, joints + 1, joints + 3,
+             joints + 5, joints + 7) + tuple(range(outputs, outputs + 8)))
 
 
-_NEEDED: dict = {}  # needed_callees per (newton_euler, loads, offset_forces, contact, point, rotation pivots)
+_NEEDED: dict = {}  # needed_callees per (newton_euler, loads, offset_forces, contact, point, rotation pivots, joints)
+_SET_ORDER: dict = {}  # set_order arrays per tuple of set kinds
+_CONTACT_GROUPS: dict = {}  # slot_groups of a stage without joints, per number of contact slots
 
 
 def _single_thread() -> bool:

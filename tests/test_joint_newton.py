@@ -1,0 +1,119 @@
+"""Joint constraint sets (RigidSphericalJoint, RigidPrismaticJoint, JointRotationRange, JointRotationTracking) on the
+compiled Newton (sim/kernels/newton.py) against the numpy Newton (sim/newton.py).
+
+Both paths call the same joint kernels (sim/kernels/joints.py) in the constraint system's set order and add the
+A-B coupling blocks into the dense system in the numpy path's order (`_newton_direction`'s slot groups); they
+differ by round-off only where the compiled Newton does its own arithmetic (its LU solves with partial pivoting
+written out instead of LAPACK's gesv, the rotation update, the stopping-test norms), as on pivot scenes
+(tests/test_newton_kernel.py). The bound: states within 1e-9 after 20 steps (measured differences are listed in
+each test); statuses and iteration counts equal.
+"""
+
+import numpy as np
+import pytest
+
+import superdex_gym.sim as mochi
+from superdex_gym.sim import pipeline
+
+
+def _chain(num_worlds, kinds=("spherical",), num_boxes=5, ground=False, damping=0.0, half=0.05):
+    """A chain of boxes (half size ``half``) hanging from a static anchor (along -y, 0.25 m apart), the links joined
+    by the joint ``kinds`` (cycled over the links); with ``ground``, a plane 1 mm under the last box. With
+    ``half`` near 0.125 neighbouring boxes touch as the kicked chain swings (contact couplings beside the joints')."""
+    scene = mochi.create_scene("chain")
+    anchor = scene.create_rigid_actor(name="anchor", shape=mochi.create_sphere_shape(radius=0.02), is_static=True,
+                                      world_from_local=mochi.TransformRT(translation=[0, 2.0, 0]))
+    if ground:
+        y_last = 2.0 - 0.25 * num_boxes  # the last box's centre; the plane 1 mm under its bottom face
+        scene.create_rigid_actor(name="ground", shape=mochi.create_plane_shape(normal=[0, 1, 0], distance=0.0),
+                                 is_static=True,
+                                 world_from_local=mochi.TransformRT(translation=[0, y_last - half - 0.001, 0]))
+    box = mochi.create_box_mesh_shape([half, half, half])
+    y0 = 2.0 - 0.25
+    boxes = [scene.create_rigid_actor(name=f"box{k}", shape=box, density=1000.0,
+                                      world_from_local=mochi.TransformRT(translation=[0.02 * k, y0 - 0.25 * k, 0]))
+             for k in range(num_boxes)]
+    scene.set_num_worlds(num_worlds)
+    links = [(anchor, boxes[0])] + list(zip(boxes[:-1], boxes[1:]))
+    for i, (a, b) in enumerate(links):
+        kind = kinds[i % len(kinds)]
+        if kind == "spherical":
+            scene.create_rigid_spherical_joint_constraint(actor_a=a, actor_b=b, local_pos_a=[0, -0.125, 0],
+                                                          local_pos_b=[0, 0.125, 0], damping=damping)
+        elif kind == "prismatic":
+            scene.create_rigid_prismatic_joint_constraint(actor_a=a, actor_b=b, free_axis=[0, 1, 0], min=-0.05,
+                                                          max=0.02, damping=damping)
+        elif kind == "range":
+            scene.create_rigid_spherical_joint_constraint(actor_a=a, actor_b=b, local_pos_a=[0, -0.125, 0],
+                                                          local_pos_b=[0, 0.125, 0])
+            scene.create_joint_rotation_range_constraint(actor_a=a, actor_b=b, angle_range_x=(-0.1, 0.1),
+                                                         angle_range_z=(-0.05, 0.2), damping=damping)
+        elif kind == "tracking":
+            scene.create_rigid_spherical_joint_constraint(actor_a=a, actor_b=b, local_pos_a=[0, -0.125, 0],
+                                                          local_pos_b=[0, 0.125, 0])
+            c = scene.create_joint_rotation_tracking_constraint(actor_a=a, actor_b=b, stiffness=50.0,
+                                                                damping=damping)
+            c.set_target_rotation(mochi.Quaternion.rotation_y(0.3))
+        elif kind == "pivot":
+            scene.create_rigid_pivot_position_constraint(actor=b, target_position=[0.1, y0 - 0.25 * i, 0.0])
+    return scene, boxes
+
+
+def _kick(boxes, world):
+    rng = np.random.default_rng(world)
+    for a in boxes:
+        a.set_velocity(rng.normal(scale=0.5, size=3).tolist(), rng.normal(scale=2.0, size=3).tolist(), world=world)
+
+
+def _run(compiled, monkeypatch, num_worlds, steps=20, **kw):
+    monkeypatch.setattr(pipeline, "COMPILED_NEWTON", compiled)
+    scene, boxes = _chain(num_worlds, **kw)
+    for w in range(num_worlds):
+        _kick(boxes, w)
+    stats = []
+    for _ in range(steps):
+        scene.step(0.01)
+        s = scene.get_solver_stats()
+        stats.append((s.convergence_status, s.max_non_linear_iters, s.max_line_search_iters))
+    cur = scene._state.current
+    return scene.solver_path(), cur.com_position.copy(), cur.rotation.copy(), stats
+
+
+CASES = {
+    "spherical": dict(kinds=("spherical",)),
+    "prismatic": dict(kinds=("prismatic",)),
+    "range": dict(kinds=("range",), damping=2.0),
+    "tracking": dict(kinds=("tracking",), damping=1.0),
+    "mixed": dict(kinds=("spherical", "tracking", "prismatic", "range", "pivot"), damping=0.5),
+    "contact": dict(kinds=("range", "spherical"), ground=True, half=0.12),
+}
+
+
+@pytest.mark.slow  # compiles both Newton paths
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_joint_scenes_take_the_compiled_newton_and_match_the_numpy_one(case, monkeypatch):
+    path_n, c_n, r_n, stats_n = _run(False, monkeypatch, 2, **CASES[case])
+    path_c, c_c, r_c, stats_c = _run(True, monkeypatch, 2, **CASES[case])
+    assert path_n.startswith("numpy")
+    assert path_c.startswith("compiled"), path_c
+    assert stats_c == stats_n
+    np.testing.assert_allclose(c_c, c_n, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(r_c, r_n, rtol=0, atol=1e-9)
+    assert np.abs(c_c[1] - c_c[0]).max() > 1e-3  # the worlds really differ (kicked apart)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["mixed", "contact"])
+def test_joint_worlds_stepped_together_equal_worlds_stepped_alone(case, monkeypatch):
+    _, c_all, r_all, _ = _run(True, monkeypatch, 3, steps=10, **CASES[case])
+    for w in range(3):
+        monkeypatch.setattr(pipeline, "COMPILED_NEWTON", True)
+        scene, boxes = _chain(1, **CASES[case])
+        rng_world = w
+        rng = np.random.default_rng(rng_world)
+        for a in boxes:
+            a.set_velocity(rng.normal(scale=0.5, size=3).tolist(), rng.normal(scale=2.0, size=3).tolist(), world=0)
+        for _ in range(10):
+            scene.step(0.01)
+        assert np.array_equal(scene._state.current.com_position[0], c_all[w])
+        assert np.array_equal(scene._state.current.rotation[0], r_all[w])
