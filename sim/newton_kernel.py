@@ -14,6 +14,7 @@ import numpy as np
 
 from .jit import kernel_array
 from .kernels import contact as contact_kernels
+from .kernels import joints as joint_kernels
 from .kernels import newton as newton_kernels
 from .params import ConvergenceMode, LineSearchType, NonLinearSolverParams, PsdProjMode, Verbosity
 from .potentials.base import StageContext
@@ -166,53 +167,58 @@ def _with_g_old(cs, value, com0, rot0, world_rows):
     return value[:4] + (kernel_array(g_old),) + value[5:]
 
 
-def _joint_inputs(cs, kind, stage_dt: float, com0, rot0, world_rows):
-    """One joint set's tuple of newton_stage arguments (count, actors (C, 2), the kind's geometry, stiffness,
-    damping / dt, saturation, damped) and its g_old, the values at the stage start (W, C, 3) for a damped set (the
-    kernel then reads it) or a zero stand-in. The arrays are the set's own where they are kernel arrays already
-    (the targets are written in place by their setters, so the kernel reads their current values)."""
+def _joint_pack(joint_sets, stage_dt: float, com0, rot0, world_rows):
+    """The joint sets ((kind code, set) in the constraint system's order) packed as newton_stage takes them (layout
+    in kernels/joints.py, `joint_set_terms`): floats, ints and g_old (W, 3 Cj), the values at the stage start of the
+    damped sets (zeros for the others, never read). Packed every stage: the packed arrays are copies, and the
+    targets (written in place by their setters) must be current."""
     dt = float(stage_dt)
     if not (math.isfinite(dt) and dt > 0.0):
         raise ValueError(f"stage_dt must be positive and finite, got {stage_dt}")
-    code = _SET_KINDS[kind]
-    actors = kernel_array(cs.actors, np.int64)
-    if code == newton_kernels.SET_SPHERICAL:
-        actors, arm_a, arm_b = cs._kernel_geometry()
-        geometry = (arm_a, arm_b)
-    elif code == newton_kernels.SET_PRISMATIC:
-        geometry = (kernel_array(cs._world_data["frame"]), kernel_array(cs._world_data["reference_offset"]),
-                    kernel_array(cs._data["min"]), kernel_array(cs._data["max"]))
-    elif code == newton_kernels.SET_RANGE:
-        geometry = (kernel_array(cs._world_data["frame"]), kernel_array(cs._world_data["reference"]),
-                    kernel_array(cs._data["min"]), kernel_array(cs._data["max"]))
-    else:
-        geometry = (kernel_array(cs._world_data["frame"]), kernel_array(cs._targets["rotation"]))
-    damp = kernel_array(cs.damping / dt)
-    damped = bool(np.any(damp != 0.0))
-    value = (len(cs), actors, *geometry, kernel_array(cs.stiffness), damp, kernel_array(cs.saturation), damped)
-    if damped:
-        g_old = kernel_array(cs._values_kernel(com0, rot0, world_rows, cs._old_targets, False)[0])
-    else:
-        g_old = _empty((com0.shape[0], len(cs), 3))
-    return value, g_old
+    num_worlds = com0.shape[0]
+    header, floats, actors, g_old = [len(joint_sets), 0], [], [], []
+    f_at, first = 0, 0
+    i_at = 2 + joint_kernels.JOINT_SET_HEADER * len(joint_sets)
+    for code, cs in joint_sets:
+        count = len(cs)
+        if code == newton_kernels.SET_SPHERICAL:
+            _, arm_a, arm_b = cs._kernel_geometry()
+            geometry = (arm_a, arm_b)
+        elif code == newton_kernels.SET_PRISMATIC:
+            geometry = (cs._world_data["frame"], cs._world_data["reference_offset"], cs._data["min"], cs._data["max"])
+        elif code == newton_kernels.SET_RANGE:
+            geometry = (cs._world_data["frame"], cs._world_data["reference"], cs._data["min"], cs._data["max"])
+        else:
+            geometry = (cs._world_data["frame"], cs._targets["rotation"])
+        damp = cs.damping / dt  # as RigidConstraintSet._evaluate_kernel
+        damped = bool(np.any(damp != 0.0))
+        geo_at = f_at
+        for part in geometry:
+            floats.append(np.ravel(part))
+            f_at += part.size
+        stiff_at = f_at
+        floats += [cs.stiffness, damp, cs.saturation]
+        f_at += 3 * count
+        header += [code, count, int(damped), cs.num_worlds, geo_at, first, i_at, stiff_at]
+        actors.append(np.ravel(cs.actors))
+        i_at += 2 * count
+        if damped:
+            g = cs._values_kernel(com0, rot0, world_rows, cs._old_targets, False)[0]
+            g_old.append(g.reshape(num_worlds, 3 * count))
+        else:
+            g_old.append(np.zeros((num_worlds, 3 * count)))
+        first += count
+    header[1] = first
+    return (np.concatenate(floats).astype(np.float64, copy=False),
+            np.concatenate([np.array(header, dtype=np.int64), *actors]).astype(np.int64, copy=False),
+            np.ascontiguousarray(np.concatenate(g_old, axis=1)))
 
 
-def _no_joints(code, num_worlds):
-    """The arguments of an absent joint kind (shared zero-size arrays of the types newton_stage is compiled for)."""
-    i2, f1 = _empty((0, 2), np.int64), _empty((0,))
-    if code == newton_kernels.SET_SPHERICAL:
-        geometry = (_empty((0, 3)), _empty((0, 3)))
-    elif code == newton_kernels.SET_PRISMATIC:
-        geometry = (_empty((1, 0, 3, 3)), _empty((1, 0, 3)), f1, f1)
-    elif code == newton_kernels.SET_RANGE:
-        geometry = (_empty((1, 0, 3, 3)), _empty((1, 0, 3, 3)), _empty((0, 3)), _empty((0, 3)))
-    else:
-        geometry = (_empty((1, 0, 3, 3)), _empty((1, 0, 3, 3)))
-    return (0, i2, *geometry, f1, f1, f1, False), _empty((num_worlds, 0, 3))
+def _no_joints(num_worlds):
+    return _empty((0,)), _NO_JOINT_INTS, _empty((num_worlds, 0))
 
 
-_JOINT_CODES = (newton_kernels.SET_SPHERICAL, newton_kernels.SET_PRISMATIC, newton_kernels.SET_RANGE,
-                newton_kernels.SET_TRACKING)
+_NO_JOINT_INTS = np.zeros(2, dtype=np.int64)
 
 
 def _no_pivots(kind, num_worlds):
@@ -299,7 +305,7 @@ def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0
     contact_args = _contact_inputs(pot) if pot is not None else _NO_CONTACT
 
     pp = pr = None
-    joints = {}
+    joints = []
     order = []
     if kplan.sets:  # the sets' CoM-frame arms follow the model's com_local (a new array after any change)
         kplan.constraint_system._sync_com_local(model.bodies.com_local)
@@ -312,7 +318,7 @@ def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0
             elif code == newton_kernels.SET_ROTATION_PIVOTS:
                 pr = _pivot_inputs(cs, kind, stage_dt, com0, rot0, world_rows)
             else:
-                joints[code] = _joint_inputs(cs, kind, stage_dt, com0, rot0, world_rows)
+                joints.append((code, cs))
     has_constraints = bool(order)
     set_order = _SET_ORDER.get(tuple(order))
     if set_order is None:
@@ -321,22 +327,14 @@ def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0
         pp = _no_pivots("RigidPivotPosition", num_worlds)
     if pr is None:
         pr = _no_pivots("RigidPivotRotation", num_worlds)
-    joint_args = []
-    for code in _JOINT_CODES:
-        joint_args.extend(joints[code] if code in joints else _no_joints(code, num_worlds))
-    if joints:  # the joints' coupling slots after the contact potential's, one group per set in the set order
-        slot_a, slot_b = contact_args[-2], contact_args[-1]
-        groups = [0, slot_a.shape[0]]
-        pairs = [slot_a, slot_b]
-        for code in order:
-            if code in joints:
-                actors = joints[code][0][1]
-                pairs[0] = np.concatenate([pairs[0], actors[:, 0]])
-                pairs[1] = np.concatenate([pairs[1], actors[:, 1]])
-                groups.append(groups[-1] + actors.shape[0])
-        contact_args = contact_args[:-2] + (kernel_array(pairs[0], np.int64), kernel_array(pairs[1], np.int64))
-        slot_groups = np.array(groups, dtype=np.int64)
+    if joints:  # packed; their coupling slots after the contact potential's, one group per set in the set order
+        joint_args = _joint_pack(joints, stage_dt, com0, rot0, world_rows)
+        slot_a = np.concatenate([contact_args[-2]] + [cs.actors[:, 0] for _, cs in joints])
+        slot_b = np.concatenate([contact_args[-1]] + [cs.actors[:, 1] for _, cs in joints])
+        slot_groups = np.cumsum([0, contact_args[-2].shape[0]] + [len(cs) for _, cs in joints], dtype=np.int64)
+        contact_args = contact_args[:-2] + (kernel_array(slot_a, np.int64), kernel_array(slot_b, np.int64))
     else:
+        joint_args = _no_joints(num_worlds)
         slot_groups = _CONTACT_GROUPS.get(contact_args[-2].shape[0])
         if slot_groups is None:
             slot_groups = _CONTACT_GROUPS[contact_args[-2].shape[0]] = np.array([0, contact_args[-2].shape[0]],
@@ -355,7 +353,7 @@ def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0
     external_force = kernel_array(external_force)
     any_load = bool(np.logical_or.reduce(external_force, axis=None))
     flags = (any_newton_euler, any_load, has_offset, bool(contact_args[0]), pp[0] > 0, pr[0] > 0,
-             *(code in joints for code in _JOINT_CODES))
+             bool(joints))
     needed = _NEEDED.get(flags)
     if needed is None:
         needed = _NEEDED[flags] = newton_kernels.needed_callees(*flags)
@@ -425,10 +423,10 @@ def _per_world_positions(num_contact: int, num_solver: int) -> tuple:
     the outputs."""
     after_contact = 23 + num_contact  # has_constraints
     pivots = after_contact + 3  # the first pivot set's 9 inputs; its g_old is the fifth
-    joints = pivots + 18  # four (tuple, g_old) pairs, then slot_groups
-    outputs = joints + 9 + num_solver
-    return ((11, 12, 13, 14, 15, 16, 17, 18, 22, after_contact + 2, pivots + 4, pivots + 13, joints + 1, joints + 3,
-             joints + 5, joints + 7) + tuple(range(outputs, outputs + 8)))
+    joints = pivots + 18  # the packed joint sets (floats, ints, g_old), then slot_groups
+    outputs = joints + 4 + num_solver
+    return ((11, 12, 13, 14, 15, 16, 17, 18, 22, after_contact + 2, pivots + 4, pivots + 13, joints + 2)
+            + tuple(range(outputs, outputs + 8)))
 
 
 _NEEDED: dict = {}  # needed_callees per (newton_euler, loads, offset_forces, contact, point, rotation pivots, joints)

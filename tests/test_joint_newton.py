@@ -117,3 +117,30 @@ def test_joint_worlds_stepped_together_equal_worlds_stepped_alone(case, monkeypa
             scene.step(0.01)
         assert np.array_equal(scene._state.current.com_position[0], c_all[w])
         assert np.array_equal(scene._state.current.rotation[0], r_all[w])
+
+
+@pytest.mark.slow
+def test_joint_scenes_on_worker_threads_give_the_serial_bits(monkeypatch):
+    """The threaded compiled Newton slices every per-world argument, the joint sets' g_old among them."""
+    _, c_serial, r_serial, _ = _run(True, monkeypatch, 3, steps=8, **CASES["mixed"])
+    try:
+        mochi.initialize(num_worker_threads=2)
+        _, c_threads, r_threads, _ = _run(True, monkeypatch, 3, steps=8, **CASES["mixed"])
+    finally:
+        mochi.shutdown()
+    np.testing.assert_array_equal(c_threads, c_serial)
+    np.testing.assert_array_equal(r_threads, r_serial)
+
+
+def test_joint_types_take_the_compiled_path_unless_exact_hessian(monkeypatch):
+    """`scene.solver_path()` of joint scenes (nothing is stepped, so nothing compiles here)."""
+    from superdex_gym.sim.newton_kernel import plan
+
+    monkeypatch.setattr(pipeline, "COMPILED_NEWTON", True)
+    for kinds in (("spherical",), ("prismatic",), ("range",), ("tracking",), ("spherical", "pivot")):
+        scene, _ = _chain(1, kinds=kinds)
+        assert scene.solver_path().startswith("compiled"), (kinds, scene.solver_path())
+    scene, _ = _chain(1, kinds=("spherical",))
+    scene._constraint_system._sets["RigidSphericalJoint"].exact_hessian = True  # the FD tests' exact curvature
+    reason = plan(pipeline.CORE_POTENTIALS + tuple(scene._extra_potentials), scene.get_solver_params().non_linear_solver)
+    assert reason == "constraint type RigidSphericalJoint has no per-world kernel"

@@ -32,8 +32,7 @@ from .constraints import one_actor_compliance, point_pivot_values, rotation_pivo
 from .contact import _CP_SIZE, contact_hessian_from_rows, contact_max_rows, contact_rows
 from .contact_geometry import _RP_SIZE, REACH_RECORD
 from .inertia import gravity, rotational_inertia_into, translational_inertia
-from .joints import (prismatic_joint_values, rotation_range_values, rotation_tracking_values, spherical_joint_values,
-                     two_actor_compliance)
+from .joints import joint_set_terms
 from .loads import dof_loads, newton_euler_inertia, offset_forces
 
 NOT_STARTED, CONVERGED, STOPPED, DIVERGED = 0, 1, 2, 3  # params.ConvergenceStatus values
@@ -316,20 +315,14 @@ _BY_ADDRESS = (  # (kernel, signature), in the order of callee_addresses
     (rotation_pivot_values_into, types.none(_F4, _I1, _I1, _F3, _F4, _b, _F3, _F4, _F3)),
     (one_actor_compliance, types.none(_F3, _F3, _F4, _I1, _F1, _F1, _F1, _b, _b, *_TERMS)),
     (_newton_direction, _b(_F2, _F3, _F3, _I1, _I1, _I1, _b, _B1, _I1, _F2, _F2, _F1, _F1, _F2, _I1, _I1)),
-    (spherical_joint_values, types.none(_F3, _F4, _I2, _F2, _F2, _b, _F3, _F5)),
-    (prismatic_joint_values, types.none(_F3, _F4, _I2, _I1, _F4, _F3, _F1, _F1, _b, _F3, _F5)),
-    (rotation_range_values, types.none(_F4, _I2, _I1, _F4, _F4, _F2, _F2, _b, _F3, _F5, _F3, _F2)),
-    (rotation_tracking_values, types.none(_F4, _I2, _I1, _F4, _F4, _b, _F3, _F5, _F3, _F2)),
-    (two_actor_compliance, types.none(_F3, _F3, _F5, _I2, _F1, _F1, _F1, _b, _b, *_TERMS, _F4)),
+    (joint_set_terms, types.none(_i8, _F3, _F4, _I1, _b, _F1, _I1, _F1, _F1, *_TERMS)),
 )
 (_call_translational_inertia, _call_rotational_inertia, _call_newton_euler_inertia, _call_gravity, _call_dof_loads,
  _call_offset_forces, _call_contact_rows, _call_contact_hessian, _call_point_pivot_values, _call_rotation_pivot_values,
- _call_one_actor_compliance, _call_newton_direction, _call_spherical_values, _call_prismatic_values,
- _call_range_values, _call_tracking_values, _call_two_actor_compliance) = (address_call(fn, sig)
-                                                                           for fn, sig in _BY_ADDRESS)
+ _call_one_actor_compliance, _call_newton_direction, _call_joint_set) = (address_call(fn, sig)
+                                                                        for fn, sig in _BY_ADDRESS)
 (_TRANSLATIONAL, _ROTATIONAL, _NEWTON_EULER, _GRAVITY, _DOF_LOADS, _OFFSET_FORCES, _CONTACT, _CONTACT_HESSIAN,
- _POINT_PIVOTS, _ROTATION_PIVOTS, _COMPLIANCE, _DIRECTION, _SPHERICAL, _PRISMATIC, _RANGE, _TRACKING,
- _TWO_ACTOR_COMPLIANCE) = range(len(_BY_ADDRESS))
+ _POINT_PIVOTS, _ROTATION_PIVOTS, _COMPLIANCE, _DIRECTION, _JOINT_SETS) = range(len(_BY_ADDRESS))
 # The constraint set kinds of newton_stage's ``set_order`` (the constraint system's order of its non-empty sets).
 SET_POINT_PIVOTS, SET_ROTATION_PIVOTS, SET_SPHERICAL, SET_PRISMATIC, SET_RANGE, SET_TRACKING = range(6)
 JOINT_KINDS = {"RigidSphericalJoint": SET_SPHERICAL, "RigidPrismaticJoint": SET_PRISMATIC,
@@ -337,18 +330,15 @@ JOINT_KINDS = {"RigidSphericalJoint": SET_SPHERICAL, "RigidPrismaticJoint": SET_
 _addresses = np.zeros(len(_BY_ADDRESS), dtype=np.int64)  # 0 until a stage first needs the kernel
 
 
-def needed_callees(newton_euler, loads, offset_forces, contact, point_pivots, rotation_pivots, spherical=False,
-                   prismatic=False, rotation_range=False, tracking=False) -> list[int]:
+def needed_callees(newton_euler, loads, offset_forces, contact, point_pivots, rotation_pivots,
+                   joints=False) -> list[int]:
     """The `_BY_ADDRESS` indices of the kernels a stage with these optional terms calls."""
     needed = [_TRANSLATIONAL, _ROTATIONAL, _GRAVITY, _DIRECTION]
-    joint = (_TWO_ACTOR_COMPLIANCE,)
     for flag, indices in ((newton_euler, (_NEWTON_EULER,)), (loads, (_DOF_LOADS,)), (offset_forces, (_OFFSET_FORCES,)),
                           (contact, (_CONTACT, _CONTACT_HESSIAN)), (point_pivots, (_POINT_PIVOTS, _COMPLIANCE)),
-                          (rotation_pivots, (_ROTATION_PIVOTS, _COMPLIANCE)), (spherical, (_SPHERICAL,) + joint),
-                          (prismatic, (_PRISMATIC,) + joint), (rotation_range, (_RANGE,) + joint),
-                          (tracking, (_TRACKING,) + joint)):
+                          (rotation_pivots, (_ROTATION_PIVOTS, _COMPLIANCE)), (joints, (_JOINT_SETS,))):
         if flag:
-            needed.extend(i for i in indices if i not in needed)
+            needed.extend(indices)
     return needed
 
 
@@ -409,12 +399,11 @@ def newton_stage(
         c_grid_start, c_grid_dims, c_grid_min, c_grid_max, c_grid_cell, friction_model, fade_friction,
         implicit_normal_force, fitted_hessian, slot_a, slot_b,
         # constraint sets, evaluated in the order ``set_order`` (SET_* kinds): pivots, position (pp_) and rotation
-        # (pr_), spread; joints, one tuple per kind (count, actors, the kind's geometry, stiffness, damping / dt,
-        # saturation, damped) and its g_old (W, C, 3); ``slot_groups``: `_newton_direction`'s coupling groups
+        # (pr_), spread; the joint sets packed (joints.joint_set_terms: floats, ints, g_old (W, 3 Cj));
+        # ``slot_groups``: `_newton_direction`'s coupling groups
         has_constraints, set_order, world_index, pp_count, pp_actors, pp_arm, pp_target, pp_g_old, pp_stiffness,
         pp_damp, pp_saturation, pp_damped, pr_count, pr_actors, pr_local_rotation, pr_target, pr_g_old, pr_stiffness,
-        pr_damp, pr_saturation, pr_damped, sph, sph_g_old, pri, pri_g_old, rng, rng_g_old, trk, trk_g_old,
-        slot_groups,
+        pr_damp, pr_saturation, pr_damped, joint_floats, joint_ints, joint_g_old, slot_groups,
         # solver parameters
         max_iter, global_convergence, abs_tol, rel_tol, rel_step_tol, psd_project, explosion_control, abs_div_tol,
         rel_div_tol, ls_type, ls_max_iter, ls_alpha, ls_wolfe1, ls_max_rel_increase, best_iterate_on_stop,
@@ -476,31 +465,12 @@ def newton_stage(
     pr_g = np.empty((1, pr_count, 3))
     pr_jac = np.empty((1, pr_count, 3, 6))
     pr_gold = np.empty((1, pr_count, 3))
-    # Joint sets: each kind's arrays, its values, Jacobians, stage-start values and A-B blocks of one world (the
-    # blocks of the latest evaluation, copied into their coupling slots where a step is taken).
-    sph_count, sph_actors, sph_arm_a, sph_arm_b, sph_stiffness, sph_damp, sph_saturation, sph_damped = sph
-    pri_count, pri_actors, pri_frame, pri_offset, pri_lower, pri_upper, pri_stiffness, pri_damp, pri_saturation, \
-        pri_damped = pri
-    rng_count, rng_actors, rng_frame, rng_reference, rng_lower, rng_upper, rng_stiffness, rng_damp, rng_saturation, \
-        rng_damped = rng
-    trk_count, trk_actors, trk_frame, trk_target, trk_stiffness, trk_damp, trk_saturation, trk_damped = trk
-    num_joint_slots = sph_count + pri_count + rng_count + trk_count
-    sph_g, sph_gold = np.empty((1, sph_count, 3)), np.empty((1, sph_count, 3))
-    sph_jac, sph_k = np.empty((1, sph_count, 2, 3, 6)), np.empty((1, sph_count, 6, 6))
-    pri_g, pri_gold = np.empty((1, pri_count, 3)), np.empty((1, pri_count, 3))
-    pri_jac, pri_k = np.empty((1, pri_count, 2, 3, 6)), np.empty((1, pri_count, 6, 6))
-    rng_g, rng_gold = np.empty((1, rng_count, 3)), np.empty((1, rng_count, 3))
-    rng_jac, rng_k = np.empty((1, rng_count, 2, 3, 6)), np.empty((1, rng_count, 6, 6))
-    trk_g, trk_gold = np.empty((1, trk_count, 3)), np.empty((1, trk_count, 3))
-    trk_jac, trk_k = np.empty((1, trk_count, 2, 3, 6)), np.empty((1, trk_count, 6, 6))
-    joint_mats = np.empty((5, 3, 3))  # joints.rotation_scratch
-    joint_vecs = np.empty((2, 3))
-    sph_gold_f, pri_gold_f = sph_gold.reshape(sph_gold.size), pri_gold.reshape(pri_gold.size)
-    rng_gold_f, trk_gold_f = rng_gold.reshape(rng_gold.size), trk_gold.reshape(trk_gold.size)
-    sph_gold_in, pri_gold_in = sph_g_old.reshape(sph_g_old.size), pri_g_old.reshape(pri_g_old.size)
-    rng_gold_in, trk_gold_in = rng_g_old.reshape(rng_g_old.size), trk_g_old.reshape(trk_g_old.size)
-    sph_k_f, pri_k_f = sph_k.reshape(sph_k.size), pri_k.reshape(pri_k.size)
-    rng_k_f, trk_k_f = rng_k.reshape(rng_k.size), trk_k.reshape(trk_k.size)
+    # Joint sets: one world's stage-start values and the work of joints.joint_set_terms (the A-B blocks of the
+    # latest evaluation first, copied into their coupling slots where a step is taken).
+    num_joint_slots = joint_ints[1]
+    joint_gold = np.empty(3 * num_joint_slots)
+    joint_work = np.empty(75 * num_joint_slots + 51)  # joints.joint_work_size
+    joint_gold_in = joint_g_old.reshape(joint_g_old.size)
     rows = np.empty(1, np.int64)
     rho0 = np.empty(n)
     # Flat aliases of the buffers and of the per-world arrays (world w's block of X at w * X_f.shape[0] / W, i.e.
@@ -545,14 +515,8 @@ def newton_stage(
             _copy(pp_gold_f, 0, pp_gold_in, w * pp_gold_f.shape[0], pp_gold_f.shape[0])
         if pr_count:
             _copy(pr_gold_f, 0, pr_gold_in, w * pr_gold_f.shape[0], pr_gold_f.shape[0])
-        if sph_count and sph_damped:
-            _copy(sph_gold_f, 0, sph_gold_in, w * sph_gold_f.shape[0], sph_gold_f.shape[0])
-        if pri_count and pri_damped:
-            _copy(pri_gold_f, 0, pri_gold_in, w * pri_gold_f.shape[0], pri_gold_f.shape[0])
-        if rng_count and rng_damped:
-            _copy(rng_gold_f, 0, rng_gold_in, w * rng_gold_f.shape[0], rng_gold_f.shape[0])
-        if trk_count and trk_damped:
-            _copy(trk_gold_f, 0, trk_gold_in, w * trk_gold_f.shape[0], trk_gold_f.shape[0])
+        if num_joint_slots:
+            _copy(joint_gold, 0, joint_gold_in, w * 3 * num_joint_slots, 3 * num_joint_slots)
         rows[0] = world_index[w]
         reach_state[0] = REACH_RECORD
         _copy(c_try_f, 0, guess_c_in, w * n3, n3)
@@ -621,6 +585,7 @@ def newton_stage(
                 _accumulate(g_try_f, g_one_f)
             if has_constraints:
                 _zero(e_one, g_one_f, h_one_f)
+                joint_set = 0
                 for step in range(set_order.shape[0]):  # each set as ConstraintSet._evaluate_kernel
                     kind = set_order[step]
                     if kind == SET_POINT_PIVOTS and pp_count:
@@ -635,34 +600,10 @@ def newton_stage(
                         _call_one_actor_compliance(addresses[_COMPLIANCE], pr_g, pr_gold if pr_damped else pr_g,
                                                    pr_jac, pr_actors, pr_stiffness, pr_damp, pr_saturation, pr_damped,
                                                    hessian, e_one, g_one, h_one)
-                    elif kind == SET_SPHERICAL and sph_count:
-                        _call_spherical_values(addresses[_SPHERICAL], c_try, r_try, sph_actors, sph_arm_a, sph_arm_b,
-                                               hessian, sph_g, sph_jac)
-                        _call_two_actor_compliance(addresses[_TWO_ACTOR_COMPLIANCE], sph_g,
-                                                   sph_gold if sph_damped else sph_g, sph_jac, sph_actors,
-                                                   sph_stiffness, sph_damp, sph_saturation, sph_damped, hessian,
-                                                   e_one, g_one, h_one, sph_k)
-                    elif kind == SET_PRISMATIC and pri_count:
-                        _call_prismatic_values(addresses[_PRISMATIC], c_try, r_try, pri_actors, rows, pri_frame,
-                                               pri_offset, pri_lower, pri_upper, hessian, pri_g, pri_jac)
-                        _call_two_actor_compliance(addresses[_TWO_ACTOR_COMPLIANCE], pri_g,
-                                                   pri_gold if pri_damped else pri_g, pri_jac, pri_actors,
-                                                   pri_stiffness, pri_damp, pri_saturation, pri_damped, hessian,
-                                                   e_one, g_one, h_one, pri_k)
-                    elif kind == SET_RANGE and rng_count:
-                        _call_range_values(addresses[_RANGE], r_try, rng_actors, rows, rng_frame, rng_reference,
-                                           rng_lower, rng_upper, hessian, rng_g, rng_jac, joint_mats, joint_vecs)
-                        _call_two_actor_compliance(addresses[_TWO_ACTOR_COMPLIANCE], rng_g,
-                                                   rng_gold if rng_damped else rng_g, rng_jac, rng_actors,
-                                                   rng_stiffness, rng_damp, rng_saturation, rng_damped, hessian,
-                                                   e_one, g_one, h_one, rng_k)
-                    elif kind == SET_TRACKING and trk_count:
-                        _call_tracking_values(addresses[_TRACKING], r_try, trk_actors, rows, trk_frame, trk_target,
-                                              hessian, trk_g, trk_jac, joint_mats, joint_vecs)
-                        _call_two_actor_compliance(addresses[_TWO_ACTOR_COMPLIANCE], trk_g,
-                                                   trk_gold if trk_damped else trk_g, trk_jac, trk_actors,
-                                                   trk_stiffness, trk_damp, trk_saturation, trk_damped, hessian,
-                                                   e_one, g_one, h_one, trk_k)
+                    elif kind >= SET_SPHERICAL:
+                        _call_joint_set(addresses[_JOINT_SETS], joint_set, c_try, r_try, rows, hessian, joint_floats,
+                                        joint_ints, joint_gold, joint_work, e_one, g_one, h_one)
+                        joint_set += 1
                 # Energy and gradient now; the Hessian stays in h_one until a step is taken from this iterate.
                 e_try[0] = e_try[0] + e_one[0]
                 _accumulate(g_try_f, g_one_f)
@@ -748,21 +689,7 @@ def newton_stage(
             if has_constraints:
                 _accumulate(h_tot_f, h_one_f)
             if num_joint_slots:  # the joints' A-B blocks of this iterate, into their slots after the contact ones
-                at = num_slots - num_joint_slots
-                for step in range(set_order.shape[0]):
-                    kind = set_order[step]
-                    if kind == SET_SPHERICAL:
-                        _copy(k_tot_f, 36 * at, sph_k_f, 0, 36 * sph_count)
-                        at += sph_count
-                    elif kind == SET_PRISMATIC:
-                        _copy(k_tot_f, 36 * at, pri_k_f, 0, 36 * pri_count)
-                        at += pri_count
-                    elif kind == SET_RANGE:
-                        _copy(k_tot_f, 36 * at, rng_k_f, 0, 36 * rng_count)
-                        at += rng_count
-                    elif kind == SET_TRACKING:
-                        _copy(k_tot_f, 36 * at, trk_k_f, 0, 36 * trk_count)
-                        at += trk_count
+                _copy(k_tot_f, 36 * (num_slots - num_joint_slots), joint_work, 0, 36 * num_joint_slots)
             ok = _call_newton_direction(addresses[_DIRECTION], g_tot[0], h_tot[0], k_tot[0], slot_a, slot_b,
                                         slot_groups, num_slots > 0, is_static, dyn_index, dx, dense, rhs, sol, work, perm, local)
             if not ok:
