@@ -313,12 +313,12 @@ def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0
         if len(cs):
             code = _SET_KINDS[kind]
             order.append(code)
-            if code == newton_kernels.SET_POINT_PIVOTS:
-                pp = _pivot_inputs(cs, kind, stage_dt, com0, rot0, world_rows)
-            elif code == newton_kernels.SET_ROTATION_PIVOTS:
-                pr = _pivot_inputs(cs, kind, stage_dt, com0, rot0, world_rows)
-            else:
+            if code > newton_kernels.SET_ROTATION_PIVOTS:
                 joints.append((code, cs))
+            elif code == newton_kernels.SET_POINT_PIVOTS:
+                pp = _pivot_inputs(cs, kind, stage_dt, com0, rot0, world_rows)
+            else:
+                pr = _pivot_inputs(cs, kind, stage_dt, com0, rot0, world_rows)
     has_constraints = bool(order)
     set_order = _SET_ORDER.get(tuple(order))
     if set_order is None:
@@ -334,11 +334,11 @@ def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0
         slot_groups = np.cumsum([0, contact_args[-2].shape[0]] + [len(cs) for _, cs in joints], dtype=np.int64)
         contact_args = contact_args[:-2] + (kernel_array(slot_a, np.int64), kernel_array(slot_b, np.int64))
     else:
-        joint_args = _no_joints(num_worlds)
-        slot_groups = _CONTACT_GROUPS.get(contact_args[-2].shape[0])
-        if slot_groups is None:
-            slot_groups = _CONTACT_GROUPS[contact_args[-2].shape[0]] = np.array([0, contact_args[-2].shape[0]],
-                                                                                dtype=np.int64)
+        key = (num_worlds, contact_args[-2].shape[0])
+        cached = _NO_JOINTS.get(key)
+        if cached is None:
+            cached = _NO_JOINTS[key] = (_no_joints(num_worlds), np.array([0, key[1]], dtype=np.int64))
+        joint_args, slot_groups = cached
 
     has_offset = offset_force is not None
     offset_force = kernel_array(offset_force) if has_offset else _empty((num_worlds, n, 0, 3))
@@ -431,7 +431,7 @@ def _per_world_positions(num_contact: int, num_solver: int) -> tuple:
 
 _NEEDED: dict = {}  # needed_callees per (newton_euler, loads, offset_forces, contact, point, rotation pivots, joints)
 _SET_ORDER: dict = {}  # set_order arrays per tuple of set kinds
-_CONTACT_GROUPS: dict = {}  # slot_groups of a stage without joints, per number of contact slots
+_NO_JOINTS: dict = {}  # (joint arguments, slot_groups) of a stage without joints, per (worlds, contact slots)
 
 
 def _single_thread() -> bool:
