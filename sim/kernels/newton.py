@@ -292,7 +292,7 @@ def _add_terms(total_e, total_g, total_h, e, g, h):
 
 # The kernels newton_stage calls by address, with their signatures as it calls them (C-contiguous writable arrays,
 # as jit.kernel_array makes them, so the numpy Newton's calls from Python reuse the same compiled potentials).
-_F1, _F2, _F3, _F4, _F5 = (types.Array(types.float64, d, "C") for d in (1, 2, 3, 4, 5))
+_F1, _F2, _F3, _F4 = (types.Array(types.float64, d, "C") for d in (1, 2, 3, 4))
 _I1, _I2 = types.Array(types.int64, 1, "C"), types.Array(types.int64, 2, "C")
 _B1 = types.Array(types.boolean, 1, "C")
 _f8, _i8, _b = types.float64, types.int64, types.boolean
@@ -691,7 +691,8 @@ def newton_stage(
             if num_joint_slots:  # the joints' A-B blocks of this iterate, into their slots after the contact ones
                 _copy(k_tot_f, 36 * (num_slots - num_joint_slots), joint_work, 0, 36 * num_joint_slots)
             ok = _call_newton_direction(addresses[_DIRECTION], g_tot[0], h_tot[0], k_tot[0], slot_a, slot_b,
-                                        slot_groups, num_slots > 0, is_static, dyn_index, dx, dense, rhs, sol, work, perm, local)
+                                        slot_groups, num_slots > 0, is_static, dyn_index, dx, dense, rhs, sol, work,
+                                        perm, local)
             if not ok:
                 st = DIVERGED
                 _copy(out_c_f, w * n3, c_f, 0, n3)
