@@ -14,6 +14,7 @@ import numpy as np
 
 from .jit import kernel_array
 from .kernels import contact as contact_kernels
+from .kernels import joints as joint_kernels
 from .kernels import newton as newton_kernels
 from .params import ConvergenceMode, LineSearchType, NonLinearSolverParams, PsdProjMode, Verbosity
 from .potentials.base import StageContext
@@ -26,6 +27,9 @@ _LS_CODE = {LineSearchType.NONE: newton_kernels.LS_NONE, LineSearchType.SIMPLE: 
             LineSearchType.RESIDUAL_NORM: newton_kernels.LS_RESIDUAL_NORM,
             LineSearchType.ARMIJO_OR_RESIDUAL_NORM: newton_kernels.LS_ARMIJO_OR_RESIDUAL_NORM}
 _FRICTION_CODE = None  # filled lazily from contact.potential (import order)
+# The constraint types the compiled Newton evaluates (Gauss-Newton Hessian), with their newton_stage set kinds.
+_SET_KINDS = {"RigidPivotPosition": newton_kernels.SET_POINT_PIVOTS,
+              "RigidPivotRotation": newton_kernels.SET_ROTATION_PIVOTS, **newton_kernels.JOINT_KINDS}
 
 
 def run_world_slices(stage, num_worlds: int) -> None:
@@ -57,8 +61,8 @@ def _pool(threads: int):
 
 
 class KernelPlan:
-    """The compiled Newton's frozen inputs for one step: the contact potential (or None) and the pivot sets in
-    the constraint system's order."""
+    """The compiled Newton's frozen inputs for one step: the contact potential (or None) and the constraint sets
+    (pivots, joints) in the constraint system's order."""
 
     def __init__(self, contact, constraint_system, sets):
         self.contact, self.constraint_system, self.sets = contact, constraint_system, sets
@@ -95,7 +99,7 @@ def plan(potentials, params: NonLinearSolverParams):
             for kind, cs in pot._sets.items():
                 if not len(cs):
                     continue
-                if kind not in ("RigidPivotPosition", "RigidPivotRotation") or cs.exact_hessian:
+                if kind not in _SET_KINDS or cs.exact_hessian:
                     return f"constraint type {kind} has no per-world kernel"
                 sets.append((kind, cs))
             continue
@@ -161,6 +165,60 @@ def _with_g_old(cs, value, com0, rot0, world_rows):
         return value
     g_old = cs._values_kernel(com0, rot0, world_rows, cs._old_targets, False)[0]
     return value[:4] + (kernel_array(g_old),) + value[5:]
+
+
+def _joint_pack(joint_sets, stage_dt: float, com0, rot0, world_rows):
+    """The joint sets ((kind code, set) in the constraint system's order) packed as newton_stage takes them (layout
+    in kernels/joints.py, `joint_set_terms`): floats, ints and g_old (W, 3 Cj), the values at the stage start of the
+    damped sets (zeros for the others, never read). Packed every stage: the packed arrays are copies, and the
+    targets (written in place by their setters) must be current."""
+    dt = float(stage_dt)
+    if not (math.isfinite(dt) and dt > 0.0):
+        raise ValueError(f"stage_dt must be positive and finite, got {stage_dt}")
+    num_worlds = com0.shape[0]
+    header, floats, actors, g_old = [len(joint_sets), 0], [], [], []
+    f_at, first = 0, 0
+    i_at = 2 + joint_kernels.JOINT_SET_HEADER * len(joint_sets)
+    for code, cs in joint_sets:
+        count = len(cs)
+        if code == newton_kernels.SET_SPHERICAL:
+            _, arm_a, arm_b = cs._kernel_geometry()
+            geometry = (arm_a, arm_b)
+        elif code == newton_kernels.SET_PRISMATIC:
+            geometry = (cs._world_data["frame"], cs._world_data["reference_offset"], cs._data["min"], cs._data["max"])
+        elif code == newton_kernels.SET_RANGE:
+            geometry = (cs._world_data["frame"], cs._world_data["reference"], cs._data["min"], cs._data["max"])
+        else:
+            geometry = (cs._world_data["frame"], cs._targets["rotation"])
+        damp = cs.damping / dt  # as RigidConstraintSet._evaluate_kernel
+        damped = bool(np.any(damp != 0.0))
+        geo_at = f_at
+        for part in geometry:
+            floats.append(np.ravel(part))
+            f_at += part.size
+        stiff_at = f_at
+        floats += [cs.stiffness, damp, cs.saturation]
+        f_at += 3 * count
+        header += [code, count, int(damped), cs.num_worlds, geo_at, first, i_at, stiff_at]
+        actors.append(np.ravel(cs.actors))
+        i_at += 2 * count
+        if damped:
+            g = cs._values_kernel(com0, rot0, world_rows, cs._old_targets, False)[0]
+            g_old.append(g.reshape(num_worlds, 3 * count))
+        else:
+            g_old.append(np.zeros((num_worlds, 3 * count)))
+        first += count
+    header[1] = first
+    return (np.concatenate(floats).astype(np.float64, copy=False),
+            np.concatenate([np.array(header, dtype=np.int64), *actors]).astype(np.int64, copy=False),
+            np.ascontiguousarray(np.concatenate(g_old, axis=1)))
+
+
+def _no_joints(num_worlds):
+    return _empty((0,)), _NO_JOINT_INTS, _empty((num_worlds, 0))
+
+
+_NO_JOINT_INTS = np.zeros(2, dtype=np.int64)
 
 
 def _no_pivots(kind, num_worlds):
@@ -247,24 +305,40 @@ def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0
     contact_args = _contact_inputs(pot) if pot is not None else _NO_CONTACT
 
     pp = pr = None
-    pivot_order = 0
-    has_constraints = False
+    joints = []
+    order = []
     if kplan.sets:  # the sets' CoM-frame arms follow the model's com_local (a new array after any change)
         kplan.constraint_system._sync_com_local(model.bodies.com_local)
     for kind, cs in kplan.sets:
         if len(cs):
-            if not has_constraints:
-                pivot_order = 1 if kind == "RigidPivotRotation" else 0
-            has_constraints = True
-            inputs = _pivot_inputs(cs, kind, stage_dt, com0, rot0, world_rows)
-            if kind == "RigidPivotPosition":
-                pp = inputs
+            code = _SET_KINDS[kind]
+            order.append(code)
+            if code > newton_kernels.SET_ROTATION_PIVOTS:
+                joints.append((code, cs))
+            elif code == newton_kernels.SET_POINT_PIVOTS:
+                pp = _pivot_inputs(cs, kind, stage_dt, com0, rot0, world_rows)
             else:
-                pr = inputs
+                pr = _pivot_inputs(cs, kind, stage_dt, com0, rot0, world_rows)
+    has_constraints = bool(order)
+    set_order = _SET_ORDER.get(tuple(order))
+    if set_order is None:
+        set_order = _SET_ORDER[tuple(order)] = np.array(order, dtype=np.int64)
     if pp is None:
         pp = _no_pivots("RigidPivotPosition", num_worlds)
     if pr is None:
         pr = _no_pivots("RigidPivotRotation", num_worlds)
+    if joints:  # packed; their coupling slots after the contact potential's, one group per set in the set order
+        joint_args = _joint_pack(joints, stage_dt, com0, rot0, world_rows)
+        slot_a = np.concatenate([contact_args[-2]] + [cs.actors[:, 0] for _, cs in joints])
+        slot_b = np.concatenate([contact_args[-1]] + [cs.actors[:, 1] for _, cs in joints])
+        slot_groups = np.cumsum([0, contact_args[-2].shape[0]] + [len(cs) for _, cs in joints], dtype=np.int64)
+        contact_args = contact_args[:-2] + (kernel_array(slot_a, np.int64), kernel_array(slot_b, np.int64))
+    else:
+        key = (num_worlds, contact_args[-2].shape[0])
+        cached = _NO_JOINTS.get(key)
+        if cached is None:
+            cached = _NO_JOINTS[key] = (_no_joints(num_worlds), np.array([0, key[1]], dtype=np.int64))
+        joint_args, slot_groups = cached
 
     has_offset = offset_force is not None
     offset_force = kernel_array(offset_force) if has_offset else _empty((num_worlds, n, 0, 3))
@@ -278,7 +352,8 @@ def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0
     ls_iterations = np.empty(num_worlds, dtype=np.int64)
     external_force = kernel_array(external_force)
     any_load = bool(np.logical_or.reduce(external_force, axis=None))
-    flags = (any_newton_euler, any_load, has_offset, bool(contact_args[0]), pp[0] > 0, pr[0] > 0)
+    flags = (any_newton_euler, any_load, has_offset, bool(contact_args[0]), pp[0] > 0, pr[0] > 0,
+             bool(joints))
     needed = _NEEDED.get(flags)
     if needed is None:
         needed = _NEEDED[flags] = newton_kernels.needed_callees(*flags)
@@ -290,7 +365,7 @@ def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0
             arrays.rotational_inertia, arrays.inertia, arrays.newton_euler, any_newton_euler, dyn_index,
             stage_dt, com0, rot0, vel0, omega0, sym0, gravity, external_force,
             offset_force, offset_local, has_offset, force_weight, torque_weight, *contact_args,
-            has_constraints, pivot_order, world_rows, *pp, *pr, *solver_args,
+            has_constraints, set_order, world_rows, *pp, *pr, *joint_args, slot_groups, *solver_args,
             guess_c, guess_r, out_c, out_r, out_grad, status, iterations, ls_iterations]
 
     def stage(w, addresses):
@@ -344,16 +419,19 @@ _LOADED: dict = {}  # callee_addresses per stage flags, filled once every callee
 
 def _per_world_positions(num_contact: int, num_solver: int) -> tuple:
     """The positions in newton_stage's argument list of the arrays with a leading world axis: the stage start,
-    gravity, loads, offset forces, torque weights, world rows, the pivot sets' g_old, Newton's start and the
-    outputs."""
+    gravity, loads, offset forces, torque weights, world rows, the pivot and joint sets' g_old, Newton's start and
+    the outputs."""
     after_contact = 23 + num_contact  # has_constraints
     pivots = after_contact + 3  # the first pivot set's 9 inputs; its g_old is the fifth
-    outputs = pivots + 18 + num_solver
-    return ((11, 12, 13, 14, 15, 16, 17, 18, 22, after_contact + 2, pivots + 4, pivots + 13)
+    joints = pivots + 18  # the packed joint sets (floats, ints, g_old), then slot_groups
+    outputs = joints + 4 + num_solver
+    return ((11, 12, 13, 14, 15, 16, 17, 18, 22, after_contact + 2, pivots + 4, pivots + 13, joints + 2)
             + tuple(range(outputs, outputs + 8)))
 
 
-_NEEDED: dict = {}  # needed_callees per (newton_euler, loads, offset_forces, contact, point, rotation pivots)
+_NEEDED: dict = {}  # needed_callees per (newton_euler, loads, offset_forces, contact, point, rotation pivots, joints)
+_SET_ORDER: dict = {}  # set_order arrays per tuple of set kinds
+_NO_JOINTS: dict = {}  # (joint arguments, slot_groups) of a stage without joints, per (worlds, contact slots)
 
 
 def _single_thread() -> bool:

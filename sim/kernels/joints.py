@@ -282,3 +282,71 @@ def two_actor_compliance(g, g_old, jac, actors, stiffness, damping_over_dt, satu
                                 coupling_out[w, c, i, j] = s * (jac[w, c, 0, 0, i] * jac[w, c, 1, 0, j]
                                                                 + jac[w, c, 0, 1, i] * jac[w, c, 1, 1, j]
                                                                 + jac[w, c, 0, 2, i] * jac[w, c, 1, 2, j])
+
+
+# The compiled Newton's entry point (sim/kernels/newton.py calls it by address, once per joint set and evaluation;
+# it is compiled only when a stage has joints, with the kernels above linked into it). The joint sets come packed
+# (sim/newton_kernel.py `_joint_pack`) so that newton_stage takes three arrays for all of them:
+#   ints (int64): [S, Cj, then per set (kind, C, damped, world rows of its frozen arrays W', geometry offset in
+#     floats, index of its first joint among all Cj, actors offset in ints, stiffness offset in floats), then the
+#     actors (C, 2) of every set];
+#   floats: per set its geometry (the kind's arrays, each C-order) and stiffness, damping / dt, saturation (C each);
+#   g_old: one world's stage-start values (3 Cj,) (read only for damped sets);
+#   work (75 Cj + 51,): the A-B blocks of every joint (36 Cj, in set order: newton_stage copies them into their
+#     coupling slots at once), then the values (3 Cj), the Jacobians (36 Cj) and the rotation kernels' scratch.
+JOINT_SET_HEADER = 8
+_SPHERICAL, _PRISMATIC, _RANGE = 2, 3, 4  # kernels.newton.SET_* (JointRotationTracking: 5)
+
+
+def joint_work_size(num_joints: int) -> int:
+    return 75 * num_joints + 51
+
+
+@kernel
+def joint_set_terms(s, com, rot, world_rows, with_hessian, floats, ints, g_old, work, energy_out, grad_out,
+                    hess_out):
+    """Add joint set ``s``'s terms at one world's poses (com (1, N, 3), rot (1, N, 3, 3)) into energy_out (1,),
+    grad_out (1, N, 6) and hess_out (1, N, 6, 6), its A-B blocks into ``work`` (layout above); as
+    `RigidConstraintSet._evaluate_kernel`: the type's values kernel, then `two_actor_compliance`."""
+    total = ints[1]
+    h = 2 + JOINT_SET_HEADER * s
+    kind, count, damped, rows_w = ints[h], ints[h + 1], ints[h + 2] != 0, ints[h + 3]
+    geo, first, act, stiff = ints[h + 4], ints[h + 5], ints[h + 6], ints[h + 7]
+    actors = ints[act:act + 2 * count].reshape((count, 2))
+    block = work[36 * first:36 * (first + count)].reshape((1, count, 6, 6))
+    at = 36 * total
+    g = work[at + 3 * first:at + 3 * (first + count)].reshape((1, count, 3))
+    at += 3 * total
+    jac = work[at + 36 * first:at + 36 * (first + count)].reshape((1, count, 2, 3, 6))
+    at += 36 * total
+    mats = work[at:at + 45].reshape((5, 3, 3))
+    vecs = work[at + 45:at + 51].reshape((2, 3))
+    gold = g_old[3 * first:3 * (first + count)].reshape((1, count, 3))
+    stiffness = floats[stiff:stiff + count]
+    damp = floats[stiff + count:stiff + 2 * count]
+    saturation = floats[stiff + 2 * count:stiff + 3 * count]
+    frames = rows_w * count * 9
+    if kind == _SPHERICAL:
+        arm_a = floats[geo:geo + 3 * count].reshape((count, 3))
+        arm_b = floats[geo + 3 * count:geo + 6 * count].reshape((count, 3))
+        spherical_joint_values(com, rot, actors, arm_a, arm_b, with_hessian, g, jac)
+    elif kind == _PRISMATIC:
+        frame = floats[geo:geo + frames].reshape((rows_w, count, 3, 3))
+        offset = floats[geo + frames:geo + frames + 3 * rows_w * count].reshape((rows_w, count, 3))
+        at = geo + frames + 3 * rows_w * count
+        prismatic_joint_values(com, rot, actors, world_rows, frame, offset, floats[at:at + count],
+                               floats[at + count:at + 2 * count], with_hessian, g, jac)
+    elif kind == _RANGE:
+        frame = floats[geo:geo + frames].reshape((rows_w, count, 3, 3))
+        reference = floats[geo + frames:geo + 2 * frames].reshape((rows_w, count, 3, 3))
+        at = geo + 2 * frames
+        lower = floats[at:at + 3 * count].reshape((count, 3))
+        upper = floats[at + 3 * count:at + 6 * count].reshape((count, 3))
+        rotation_range_values(rot, actors, world_rows, frame, reference, lower, upper, with_hessian, g, jac, mats,
+                              vecs)
+    else:
+        frame = floats[geo:geo + frames].reshape((rows_w, count, 3, 3))
+        target = floats[geo + frames:geo + 2 * frames].reshape((rows_w, count, 3, 3))
+        rotation_tracking_values(rot, actors, world_rows, frame, target, with_hessian, g, jac, mats, vecs)
+    two_actor_compliance(g, gold if damped else g, jac, actors, stiffness, damp, saturation, damped, with_hessian,
+                         energy_out, grad_out, hess_out, block)

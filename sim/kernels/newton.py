@@ -32,6 +32,7 @@ from .constraints import one_actor_compliance, point_pivot_values, rotation_pivo
 from .contact import _CP_SIZE, contact_hessian_from_rows, contact_max_rows, contact_rows
 from .contact_geometry import _RP_SIZE, REACH_RECORD
 from .inertia import gravity, rotational_inertia_into, translational_inertia
+from .joints import joint_set_terms
 from .loads import dof_loads, newton_euler_inertia, offset_forces
 
 NOT_STARTED, CONVERGED, STOPPED, DIVERGED = 0, 1, 2, 3  # params.ConvergenceStatus values
@@ -177,15 +178,23 @@ def min_norm_solve(mat, rhs, sol, n):
 
 
 @kernel(no_cpython_wrapper=True)  # called by address from newton_stage (its C wrapper), never from Python
-def _newton_direction(grad, hess, coupling, slot_a, slot_b, has_coupling, is_static, dyn_index, dx, dense, rhs,
-                      sol, work, perm, local):
+def _newton_direction(grad, hess, coupling, slot_a, slot_b, slot_groups, has_coupling, is_static, dyn_index, dx,
+                      dense, rhs, sol, work, perm, local):
     """dx (N, 6) solving K dx = r over the dynamic bodies of one world (newton._solve): one 6x6 solve per body
-    unless a contact coupling block between two dynamic bodies is non-zero, then one dense 6D x 6D solve.
-    ``local`` (N,) int scratch."""
+    unless a coupling block (contact's, a two-actor constraint's) between two dynamic bodies is non-zero, then one
+    dense 6D x 6D solve. The slots come in groups (``slot_groups`` (G + 1,) offsets: the contact potential's, then
+    one per two-actor constraint set), each one `Coupling` of the numpy Newton, added as newton._solve adds it:
+    the group's (a, b) blocks, then their transposes at (b, a). ``local`` (N,) int scratch."""
     num_dyn = dyn_index.shape[0]
+    for b in range(is_static.shape[0]):
+        local[b] = -1
+    for d in range(num_dyn):
+        local[dyn_index[d]] = d
     coupled = False
     if has_coupling:
         for s in range(coupling.shape[0]):
+            if local[slot_a[s]] < 0 or local[slot_b[s]] < 0:  # newton._solve drops blocks touching a static body
+                continue
             for i in range(6):
                 for j in range(6):
                     if coupling[s, i, j] != 0.0:
@@ -197,10 +206,6 @@ def _newton_direction(grad, hess, coupling, slot_a, slot_b, has_coupling, is_sta
     # One call site of the solve (numba links its IR, with the LU and the minimum-norm fallback, once per site):
     # uncoupled, one 6x6 system per dynamic body; coupled, one dense 6D x 6D system.
     size = 6 if not coupled else 6 * num_dyn
-    for b in range(is_static.shape[0]):
-        local[b] = -1
-    for d in range(num_dyn):
-        local[dyn_index[d]] = d
     for system in range(num_dyn if not coupled else 1):
         for i in range(size):
             for j in range(size):
@@ -215,14 +220,20 @@ def _newton_direction(grad, hess, coupling, slot_a, slot_b, has_coupling, is_sta
                 for j in range(6):
                     dense[at + i, at + j] = hess[n, i, j]
         if coupled:
-            for s in range(coupling.shape[0]):
-                la, lb = local[slot_a[s]], local[slot_b[s]]
-                if la < 0 or lb < 0:
-                    continue
-                for i in range(6):
-                    for j in range(6):
-                        dense[6 * la + i, 6 * lb + j] += coupling[s, i, j]
-                        dense[6 * lb + j, 6 * la + i] += coupling[s, i, j]
+            for group in range(slot_groups.shape[0] - 1):
+                for transpose in range(2):
+                    for s in range(slot_groups[group], slot_groups[group + 1]):
+                        la, lb = local[slot_a[s]], local[slot_b[s]]
+                        if la < 0 or lb < 0:
+                            continue
+                        if transpose == 0:
+                            for i in range(6):
+                                for j in range(6):
+                                    dense[6 * la + i, 6 * lb + j] += coupling[s, i, j]
+                        else:
+                            for i in range(6):
+                                for j in range(6):
+                                    dense[6 * lb + j, 6 * la + i] += coupling[s, i, j]
         if not _solve_system(dense, rhs, sol, size, work, perm):
             ok = False
         for d in range(num_dyn):
@@ -303,23 +314,29 @@ _BY_ADDRESS = (  # (kernel, signature), in the order of callee_addresses
     (point_pivot_values, types.none(_F3, _F4, _I1, _I1, _F2, _F3, _b, _F3, _F4)),
     (rotation_pivot_values_into, types.none(_F4, _I1, _I1, _F3, _F4, _b, _F3, _F4, _F3)),
     (one_actor_compliance, types.none(_F3, _F3, _F4, _I1, _F1, _F1, _F1, _b, _b, *_TERMS)),
-    (_newton_direction, _b(_F2, _F3, _F3, _I1, _I1, _b, _B1, _I1, _F2, _F2, _F1, _F1, _F2, _I1, _I1)),
+    (_newton_direction, _b(_F2, _F3, _F3, _I1, _I1, _I1, _b, _B1, _I1, _F2, _F2, _F1, _F1, _F2, _I1, _I1)),
+    (joint_set_terms, types.none(_i8, _F3, _F4, _I1, _b, _F1, _I1, _F1, _F1, *_TERMS)),
 )
 (_call_translational_inertia, _call_rotational_inertia, _call_newton_euler_inertia, _call_gravity, _call_dof_loads,
  _call_offset_forces, _call_contact_rows, _call_contact_hessian, _call_point_pivot_values, _call_rotation_pivot_values,
- _call_one_actor_compliance, _call_newton_direction) = (address_call(fn, sig) for fn, sig in _BY_ADDRESS)
+ _call_one_actor_compliance, _call_newton_direction, _call_joint_set) = (address_call(fn, sig)
+                                                                        for fn, sig in _BY_ADDRESS)
 (_TRANSLATIONAL, _ROTATIONAL, _NEWTON_EULER, _GRAVITY, _DOF_LOADS, _OFFSET_FORCES, _CONTACT, _CONTACT_HESSIAN,
- _POINT_PIVOTS,
- _ROTATION_PIVOTS, _COMPLIANCE, _DIRECTION) = range(len(_BY_ADDRESS))
+ _POINT_PIVOTS, _ROTATION_PIVOTS, _COMPLIANCE, _DIRECTION, _JOINT_SETS) = range(len(_BY_ADDRESS))
+# The constraint set kinds of newton_stage's ``set_order`` (the constraint system's order of its non-empty sets).
+SET_POINT_PIVOTS, SET_ROTATION_PIVOTS, SET_SPHERICAL, SET_PRISMATIC, SET_RANGE, SET_TRACKING = range(6)
+JOINT_KINDS = {"RigidSphericalJoint": SET_SPHERICAL, "RigidPrismaticJoint": SET_PRISMATIC,
+               "JointRotationRange": SET_RANGE, "JointRotationTracking": SET_TRACKING}
 _addresses = np.zeros(len(_BY_ADDRESS), dtype=np.int64)  # 0 until a stage first needs the kernel
 
 
-def needed_callees(newton_euler, loads, offset_forces, contact, point_pivots, rotation_pivots) -> list[int]:
+def needed_callees(newton_euler, loads, offset_forces, contact, point_pivots, rotation_pivots,
+                   joints=False) -> list[int]:
     """The `_BY_ADDRESS` indices of the kernels a stage with these optional terms calls."""
     needed = [_TRANSLATIONAL, _ROTATIONAL, _GRAVITY, _DIRECTION]
     for flag, indices in ((newton_euler, (_NEWTON_EULER,)), (loads, (_DOF_LOADS,)), (offset_forces, (_OFFSET_FORCES,)),
                           (contact, (_CONTACT, _CONTACT_HESSIAN)), (point_pivots, (_POINT_PIVOTS, _COMPLIANCE)),
-                          (rotation_pivots, (_ROTATION_PIVOTS, _COMPLIANCE))):
+                          (rotation_pivots, (_ROTATION_PIVOTS, _COMPLIANCE)), (joints, (_JOINT_SETS,))):
         if flag:
             needed.extend(indices)
     return needed
@@ -381,10 +398,12 @@ def newton_stage(
         p_slot, p_flip, c_kind, c_center, c_half_extents, c_rotation, c_radius, c_normal, c_offset, c_grid_values,
         c_grid_start, c_grid_dims, c_grid_min, c_grid_max, c_grid_cell, friction_model, fade_friction,
         implicit_normal_force, fitted_hessian, slot_a, slot_b,
-        # pivot constraints: position (pp_) and rotation (pr_) sets, constraint-system order pivot_order
-        has_constraints, pivot_order, world_index, pp_count, pp_actors, pp_arm, pp_target, pp_g_old, pp_stiffness,
+        # constraint sets, evaluated in the order ``set_order`` (SET_* kinds): pivots, position (pp_) and rotation
+        # (pr_), spread; the joint sets packed (joints.joint_set_terms: floats, ints, g_old (W, 3 Cj));
+        # ``slot_groups``: `_newton_direction`'s coupling groups
+        has_constraints, set_order, world_index, pp_count, pp_actors, pp_arm, pp_target, pp_g_old, pp_stiffness,
         pp_damp, pp_saturation, pp_damped, pr_count, pr_actors, pr_local_rotation, pr_target, pr_g_old, pr_stiffness,
-        pr_damp, pr_saturation, pr_damped,
+        pr_damp, pr_saturation, pr_damped, joint_floats, joint_ints, joint_g_old, slot_groups,
         # solver parameters
         max_iter, global_convergence, abs_tol, rel_tol, rel_step_tol, psd_project, explosion_control, abs_div_tol,
         rel_div_tol, ls_type, ls_max_iter, ls_alpha, ls_wolfe1, ls_max_rel_increase, best_iterate_on_stop,
@@ -446,6 +465,12 @@ def newton_stage(
     pr_g = np.empty((1, pr_count, 3))
     pr_jac = np.empty((1, pr_count, 3, 6))
     pr_gold = np.empty((1, pr_count, 3))
+    # Joint sets: one world's stage-start values and the work of joints.joint_set_terms (the A-B blocks of the
+    # latest evaluation first, copied into their coupling slots where a step is taken).
+    num_joint_slots = joint_ints[1]
+    joint_gold = np.empty(3 * num_joint_slots)
+    joint_work = np.empty(75 * num_joint_slots + 51)  # joints.joint_work_size
+    joint_gold_in = joint_g_old.reshape(joint_g_old.size)
     rows = np.empty(1, np.int64)
     rho0 = np.empty(n)
     # Flat aliases of the buffers and of the per-world arrays (world w's block of X at w * X_f.shape[0] / W, i.e.
@@ -490,6 +515,8 @@ def newton_stage(
             _copy(pp_gold_f, 0, pp_gold_in, w * pp_gold_f.shape[0], pp_gold_f.shape[0])
         if pr_count:
             _copy(pr_gold_f, 0, pr_gold_in, w * pr_gold_f.shape[0], pr_gold_f.shape[0])
+        if num_joint_slots:
+            _copy(joint_gold, 0, joint_gold_in, w * 3 * num_joint_slots, 3 * num_joint_slots)
         rows[0] = world_index[w]
         reach_state[0] = REACH_RECORD
         _copy(c_try_f, 0, guess_c_in, w * n3, n3)
@@ -558,20 +585,25 @@ def newton_stage(
                 _accumulate(g_try_f, g_one_f)
             if has_constraints:
                 _zero(e_one, g_one_f, h_one_f)
-                for step in range(2):  # each set as ConstraintSet._evaluate_kernel: values and Jacobians, terms
-                    kind = pivot_order if step == 0 else 1 - pivot_order
-                    if kind == 0 and pp_count:
+                joint_set = 0
+                for step in range(set_order.shape[0]):  # each set as ConstraintSet._evaluate_kernel
+                    kind = set_order[step]
+                    if kind == SET_POINT_PIVOTS and pp_count:
                         _call_point_pivot_values(addresses[_POINT_PIVOTS], c_try, r_try, pp_actors, rows, pp_arm,
                                                  pp_target, hessian, pp_g, pp_jac)
                         _call_one_actor_compliance(addresses[_COMPLIANCE], pp_g, pp_gold if pp_damped else pp_g,
                                                    pp_jac, pp_actors, pp_stiffness, pp_damp, pp_saturation, pp_damped,
                                                    hessian, e_one, g_one, h_one)
-                    elif kind == 1 and pr_count:
+                    elif kind == SET_ROTATION_PIVOTS and pr_count:
                         _call_rotation_pivot_values(addresses[_ROTATION_PIVOTS], r_try, pr_actors, rows,
                                                     pr_local_rotation, pr_target, hessian, pr_g, pr_jac, pivot_work)
                         _call_one_actor_compliance(addresses[_COMPLIANCE], pr_g, pr_gold if pr_damped else pr_g,
                                                    pr_jac, pr_actors, pr_stiffness, pr_damp, pr_saturation, pr_damped,
                                                    hessian, e_one, g_one, h_one)
+                    elif kind >= SET_SPHERICAL:
+                        _call_joint_set(addresses[_JOINT_SETS], joint_set, c_try, r_try, rows, hessian, joint_floats,
+                                        joint_ints, joint_gold, joint_work, e_one, g_one, h_one)
+                        joint_set += 1
                 # Energy and gradient now; the Hessian stays in h_one until a step is taken from this iterate.
                 e_try[0] = e_try[0] + e_one[0]
                 _accumulate(g_try_f, g_one_f)
@@ -656,8 +688,11 @@ def newton_stage(
                 _accumulate(h_tot_f, h_contact_f)
             if has_constraints:
                 _accumulate(h_tot_f, h_one_f)
+            if num_joint_slots:  # the joints' A-B blocks of this iterate, into their slots after the contact ones
+                _copy(k_tot_f, 36 * (num_slots - num_joint_slots), joint_work, 0, 36 * num_joint_slots)
             ok = _call_newton_direction(addresses[_DIRECTION], g_tot[0], h_tot[0], k_tot[0], slot_a, slot_b,
-                                        num_slots > 0, is_static, dyn_index, dx, dense, rhs, sol, work, perm, local)
+                                        slot_groups, num_slots > 0, is_static, dyn_index, dx, dense, rhs, sol, work,
+                                        perm, local)
             if not ok:
                 st = DIVERGED
                 _copy(out_c_f, w * n3, c_f, 0, n3)
