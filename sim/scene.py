@@ -61,7 +61,6 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         self.name = name
         self._records: list = []  # actor records in model row order
         self._rows_cache: dict = {}  # tuple of actors -> their rows (`_rows`)
-        self._com_local_cache: tuple = (None, {})  # (model, {id(rows): (rows, com_local or None)}), `_com_local_of`
         self._row_index: dict = {}  # id(record) -> row, a cache `_row_of` checks and rebuilds
         self._actors: dict = {}  # handle -> RigidActor
         self._gravity = np.array(DEFAULT_GRAVITY, dtype=np.float64)
@@ -408,11 +407,11 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
     def get_actor_poses(self, actors) -> tuple[np.ndarray, np.ndarray]:
         """Root transforms of ``actors`` in every world: translations (W, K, 3), quaternions (W, K, 4) (x, y, z, w)."""
         rows = self._rows(actors)
-        com_local = self._com_local_of(rows)
+        com_local = self.get_model().bodies.com_local.take(rows, axis=0)
         cur = self._state.current
         rot = cur.rotation.take(rows, axis=1)
         trans = cur.com_position.take(rows, axis=1)
-        if com_local is not None:
+        if np.logical_or.reduce(com_local, axis=None):  # a CoM off its root: c - R com_local
             trans = trans - np.einsum("wkij,kj->wki", rot, com_local)
         return trans, lie.matrix_to_quat(rot)
 
@@ -422,26 +421,10 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         cur = self._state.current
         # take: the same copies as integer indexing (C-ordered), without its Python-level indexing cost
         com = cur.com_position.take(rows, axis=1)
-        com_local = self._com_local_of(rows)
-        if com_local is None:  # every CoM at its root (boxes, spheres): c - R 0 = c, without the product
+        com_local = self.get_model().bodies.com_local.take(rows, axis=0)  # the records' com_local, in model rows
+        if not np.logical_or.reduce(com_local, axis=None):  # every CoM at its root: c - R 0 = c, without the product
             return com
         return com - np.einsum("wkij,kj->wki", cur.rotation.take(rows, axis=1), com_local)
-
-    def _com_local_of(self, rows) -> np.ndarray | None:
-        """The rows' com_local (K, 3) in model order, or None when all are zero; kept per model and rows array (the
-        getters pass `_rows`' kept arrays)."""
-        model = self.get_model()
-        cached = self._com_local_cache
-        if cached[0] is not model:
-            cached = self._com_local_cache = (model, {})
-        key = id(rows)
-        hit = cached[1].get(key)
-        if hit is None or hit[0] is not rows:
-            if len(cached[1]) >= 64:  # rows built per call (actors passed as other iterables): keep it bounded
-                cached[1].clear()
-            com_local = model.bodies.com_local.take(rows, axis=0)
-            hit = cached[1][key] = (rows, None if not np.any(com_local) else com_local)
-        return hit[1]
 
     def get_actor_rows(self, actors) -> np.ndarray:
         """The model rows (K,) of ``actors``: their index along the body axis of `current_kinematics`' arrays, valid

@@ -34,6 +34,18 @@ def fd_tolerance(h: float, scale: float) -> float:
     return 100.0 * (h * h + EPS / h) * scale
 
 
+def assert_gradient_is_fd_of_energy(cs, ctx, pos, rot, terms) -> None:
+    """``terms.gradient`` (the set's at pos, rot) against central differences of its energy, every body and DoF."""
+    fd = np.zeros_like(terms.gradient)
+    for body in range(NUM_BODIES):
+        for dof in range(6):
+            e_plus = cs.evaluate(ctx, *perturbed(pos, rot, body, dof, H_GRADIENT), False).energy
+            e_minus = cs.evaluate(ctx, *perturbed(pos, rot, body, dof, -H_GRADIENT), False).energy
+            fd[:, body, dof] = (e_plus - e_minus) / (2 * H_GRADIENT)
+    scale = max(np.abs(terms.energy).max(), np.abs(terms.gradient).max())
+    np.testing.assert_allclose(terms.gradient, fd, rtol=0, atol=fd_tolerance(H_GRADIENT, scale))
+
+
 def perturbed(pos, rot, body, dof, h):
     pos, rot = pos.copy(), rot.copy()
     if dof < 3:
@@ -63,14 +75,7 @@ def test_gradient_matches_fd_of_energy(kind, saturated):
     cs, ctx = sc.constraints, sc.ctx
     terms = cs.evaluate(ctx, sc.pos, sc.rot, want_hessian=False)
     assert np.all(np.linalg.norm(terms.gradient.reshape(terms.gradient.shape[0], -1), axis=1) > 0)
-    fd = np.zeros_like(terms.gradient)
-    for body in range(NUM_BODIES):
-        for dof in range(6):
-            e_plus = cs.evaluate(ctx, *perturbed(sc.pos, sc.rot, body, dof, H_GRADIENT), False).energy
-            e_minus = cs.evaluate(ctx, *perturbed(sc.pos, sc.rot, body, dof, -H_GRADIENT), False).energy
-            fd[:, body, dof] = (e_plus - e_minus) / (2 * H_GRADIENT)
-    scale = max(np.abs(terms.energy).max(), np.abs(terms.gradient).max())
-    np.testing.assert_allclose(terms.gradient, fd, rtol=0, atol=fd_tolerance(H_GRADIENT, scale))
+    assert_gradient_is_fd_of_energy(cs, ctx, sc.pos, sc.rot, terms)
 
 
 @pytest.mark.parametrize("kind,saturated", CASES, ids=IDS)

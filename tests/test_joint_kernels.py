@@ -25,7 +25,7 @@ from superdex_gym.sim.kernels.joints import (rotation_scratch, rotation_tracking
 from superdex_gym.sim.potentials.base import PotentialTerms
 from helpers import dense_hessian
 from test_constraint_fixtures import NUM_BODIES, build_scenario, make_ctx
-from test_constraint_potentials import H_GRADIENT, H_HESSIAN, fd_tolerance, perturbed
+from test_constraint_potentials import H_GRADIENT, H_HESSIAN, assert_gradient_is_fd_of_energy, fd_tolerance, perturbed
 
 ROUND_OFF = 64 * np.finfo(np.float64).eps  # relative to the largest entry (module docstring)
 JOINT_KINDS = ("spherical", "prismatic", "rotation_range", "rotation_tracking")
@@ -130,14 +130,7 @@ def test_kernel_gradient_matches_fd_of_kernel_energy(kind, saturation):
     assert not cs.exact_hessian  # evaluate runs the kernels
     terms = cs.evaluate(ctx, sc.pos, sc.rot, want_hessian=False)
     assert np.all(np.abs(terms.gradient).max(axis=(1, 2)) > 0)
-    fd = np.zeros_like(terms.gradient)
-    for body in range(NUM_BODIES):
-        for dof in range(6):
-            e_plus = cs.evaluate(ctx, *perturbed(sc.pos, sc.rot, body, dof, H_GRADIENT), False).energy
-            e_minus = cs.evaluate(ctx, *perturbed(sc.pos, sc.rot, body, dof, -H_GRADIENT), False).energy
-            fd[:, body, dof] = (e_plus - e_minus) / (2 * H_GRADIENT)
-    scale = max(np.abs(terms.energy).max(), np.abs(terms.gradient).max())
-    np.testing.assert_allclose(terms.gradient, fd, rtol=0, atol=fd_tolerance(H_GRADIENT, scale))
+    assert_gradient_is_fd_of_energy(cs, ctx, sc.pos, sc.rot, terms)
 
 
 @pytest.mark.parametrize("kind", JOINT_KINDS)

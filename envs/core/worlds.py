@@ -182,9 +182,8 @@ class RobotTaskWorlds:
         if guard_substep(status, ratio, scene.get_actor_velocities(self._dynamic)[0], self._escape_speed, _STOPPED,
                          _DIVERGED, stopped, diverged, undo, physics_diverged):
             scene.restore_snapshot(before, worlds=np.flatnonzero(undo))
-        return {"solver_status": status, "stopped_substeps": stopped, "diverged_substeps": diverged,
-                "refined_substeps": np.zeros(num_worlds, dtype=np.int64), "tunnelling_ratio": ratio,
-                "physics_diverged": physics_diverged}  # a `physics_report`, its keys in its order
+        return physics_report(num_worlds, solver_status=status, stopped_substeps=stopped, diverged_substeps=diverged,
+                              tunnelling_ratio=ratio, physics_diverged=physics_diverged)
 
     def physics_infos(self) -> dict:
         """The last control step's `physics_report` (copies; zeros for worlds reset since)."""

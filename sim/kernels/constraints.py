@@ -36,6 +36,51 @@ def log_inverse_jacobian(phi, out):
     out[2, 2] = 1.0 + beta * (z * z - t2)
 
 
+@inner_kernel
+def arm(rot, w, n, arm_local, c):
+    """(R_n r_c) of world w: a body's rotation applied to constraint c's CoM-frame arm, summed left to right."""
+    a0 = rot[w, n, 0, 0] * arm_local[c, 0] + rot[w, n, 0, 1] * arm_local[c, 1] + rot[w, n, 0, 2] * arm_local[c, 2]
+    a1 = rot[w, n, 1, 0] * arm_local[c, 0] + rot[w, n, 1, 1] * arm_local[c, 1] + rot[w, n, 1, 2] * arm_local[c, 2]
+    a2 = rot[w, n, 2, 0] * arm_local[c, 0] + rot[w, n, 2, 1] * arm_local[c, 1] + rot[w, n, 2, 2] * arm_local[c, 2]
+    return a0, a1, a2
+
+
+@inner_kernel
+def compliance_multiplier(g, g_old, w, c, k, d, gbar, damped):
+    """(energy U + d/(2 dt)|dg|^2 (nan when |g|^2 is not finite), kappa, lam) of constraint c in world w (base.py's
+    chain rule: lam = kappa g + (d/dt) dg): U = k/2 |g|^2, or k gbar rho(|g|) with the IPCstepC1 ramp of width gbar
+    when saturation gbar > 0. Shared by the one- and two-actor compliance kernels."""
+    norm2 = g[w, c, 0] * g[w, c, 0] + g[w, c, 1] * g[w, c, 1] + g[w, c, 2] * g[w, c, 2]
+    finite = np.isfinite(norm2)
+    dissipation = 0.0
+    if damped:
+        dg2 = 0.0
+        for i in range(3):
+            dgi = g[w, c, i] - g_old[w, c, i]
+            dg2 += dgi * dgi
+        dissipation = 0.5 * d * dg2
+    if gbar > 0.0:  # step_c1(|g|, gbar): value x r (1 - r/3) / x - t/3, rho'/x = (2 - r)/t / 1/x
+        x = np.sqrt(norm2) if finite else 0.0
+        r = x / gbar
+        max_force = k * gbar
+        if x >= gbar:
+            elastic = max_force * (x - gbar / 3.0)
+            kappa = max_force * (1.0 / x if x > 0.0 else 0.0)
+        else:
+            elastic = max_force * (x * r * (1.0 - r / 3.0))
+            kappa = max_force * ((2.0 - r) / gbar)
+    else:
+        elastic = 0.5 * k * norm2
+        kappa = k
+    energy = (elastic + dissipation) if finite else np.nan
+    lam0, lam1, lam2 = kappa * g[w, c, 0], kappa * g[w, c, 1], kappa * g[w, c, 2]
+    if damped:
+        lam0 += d * (g[w, c, 0] - g_old[w, c, 0])
+        lam1 += d * (g[w, c, 1] - g_old[w, c, 1])
+        lam2 += d * (g[w, c, 2] - g_old[w, c, 2])
+    return energy, kappa, lam0, lam1, lam2
+
+
 # The kernels below allocate nothing and are compiled without NRT: with it, each call increfs and decrefs every
 # array argument, which cost more than these kernels' arithmetic when the compiled Newton calls them per world.
 @kernel(_nrt=False)
@@ -45,12 +90,7 @@ def point_pivot_values(com, rot, actors, world_rows, arm_local, target, with_jac
         tw = world_rows[w]
         for c in range(actors.shape[0]):
             n = actors[c]
-            a0 = rot[w, n, 0, 0] * arm_local[c, 0] + rot[w, n, 0, 1] * arm_local[c, 1] \
-                + rot[w, n, 0, 2] * arm_local[c, 2]
-            a1 = rot[w, n, 1, 0] * arm_local[c, 0] + rot[w, n, 1, 1] * arm_local[c, 1] \
-                + rot[w, n, 1, 2] * arm_local[c, 2]
-            a2 = rot[w, n, 2, 0] * arm_local[c, 0] + rot[w, n, 2, 1] * arm_local[c, 1] \
-                + rot[w, n, 2, 2] * arm_local[c, 2]
+            a0, a1, a2 = arm(rot, w, n, arm_local, c)
             g_out[w, c, 0] = com[w, n, 0] + a0 - target[tw, c, 0]
             g_out[w, c, 1] = com[w, n, 1] + a1 - target[tw, c, 1]
             g_out[w, c, 2] = com[w, n, 2] + a2 - target[tw, c, 2]
@@ -116,37 +156,10 @@ def one_actor_compliance(g, g_old, jac, actors, stiffness, damping_over_dt, satu
     for w in range(g.shape[0]):
         e = 0.0
         for c in range(actors.shape[0]):
-            k = stiffness[c]
             d = damping_over_dt[c]
-            gbar = saturation[c]
-            norm2 = g[w, c, 0] * g[w, c, 0] + g[w, c, 1] * g[w, c, 1] + g[w, c, 2] * g[w, c, 2]
-            finite = np.isfinite(norm2)
-            dissipation = 0.0
-            if damped:
-                dg2 = 0.0
-                for i in range(3):
-                    dgi = g[w, c, i] - g_old[w, c, i]
-                    dg2 += dgi * dgi
-                dissipation = 0.5 * d * dg2
-            if gbar > 0.0:  # step_c1(|g|, gbar): value x r (1 - r/3) / x - t/3, rho'/x = (2 - r)/t / 1/x
-                x = np.sqrt(norm2) if finite else 0.0
-                r = x / gbar
-                max_force = k * gbar
-                if x >= gbar:
-                    elastic = max_force * (x - gbar / 3.0)
-                    kappa = max_force * (1.0 / x if x > 0.0 else 0.0)
-                else:
-                    elastic = max_force * (x * r * (1.0 - r / 3.0))
-                    kappa = max_force * ((2.0 - r) / gbar)
-            else:
-                elastic = 0.5 * k * norm2
-                kappa = k
-            e += (elastic + dissipation) if finite else np.nan
-            lam0, lam1, lam2 = kappa * g[w, c, 0], kappa * g[w, c, 1], kappa * g[w, c, 2]
-            if damped:
-                lam0 += d * (g[w, c, 0] - g_old[w, c, 0])
-                lam1 += d * (g[w, c, 1] - g_old[w, c, 1])
-                lam2 += d * (g[w, c, 2] - g_old[w, c, 2])
+            energy, kappa, lam0, lam1, lam2 = compliance_multiplier(g, g_old, w, c, stiffness[c], d, saturation[c],
+                                                                    damped)
+            e += energy
             n = actors[c]
             for j in range(6):
                 grad_out[w, n, j] += jac[w, c, 0, j] * lam0 + jac[w, c, 1, j] * lam1 + jac[w, c, 2, j] * lam2

@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import inner_kernel, kernel
-from .constraints import log_inverse_jacobian
-from .so3 import fma, so3_log
+from .constraints import arm, compliance_multiplier, log_inverse_jacobian
+from .so3 import fma, matmul3, so3_log
 
 
 @kernel(_nrt=False)
@@ -26,18 +26,8 @@ def spherical_joint_values(com, rot, actors, arm_local_a, arm_local_b, with_jaco
     for w in range(com.shape[0]):
         for c in range(actors.shape[0]):
             na, nb = actors[c, 0], actors[c, 1]
-            a0 = rot[w, na, 0, 0] * arm_local_a[c, 0] + rot[w, na, 0, 1] * arm_local_a[c, 1] \
-                + rot[w, na, 0, 2] * arm_local_a[c, 2]
-            a1 = rot[w, na, 1, 0] * arm_local_a[c, 0] + rot[w, na, 1, 1] * arm_local_a[c, 1] \
-                + rot[w, na, 1, 2] * arm_local_a[c, 2]
-            a2 = rot[w, na, 2, 0] * arm_local_a[c, 0] + rot[w, na, 2, 1] * arm_local_a[c, 1] \
-                + rot[w, na, 2, 2] * arm_local_a[c, 2]
-            b0 = rot[w, nb, 0, 0] * arm_local_b[c, 0] + rot[w, nb, 0, 1] * arm_local_b[c, 1] \
-                + rot[w, nb, 0, 2] * arm_local_b[c, 2]
-            b1 = rot[w, nb, 1, 0] * arm_local_b[c, 0] + rot[w, nb, 1, 1] * arm_local_b[c, 1] \
-                + rot[w, nb, 1, 2] * arm_local_b[c, 2]
-            b2 = rot[w, nb, 2, 0] * arm_local_b[c, 0] + rot[w, nb, 2, 1] * arm_local_b[c, 1] \
-                + rot[w, nb, 2, 2] * arm_local_b[c, 2]
+            a0, a1, a2 = arm(rot, w, na, arm_local_a, c)
+            b0, b1, b2 = arm(rot, w, nb, arm_local_b, c)
             # numpy's left-to-right order: ((c_A + a_A) - c_B) - a_B
             g_out[w, c, 0] = com[w, na, 0] + a0 - com[w, nb, 0] - b0
             g_out[w, c, 1] = com[w, na, 1] + a1 - com[w, nb, 1] - b1
@@ -122,18 +112,10 @@ def prismatic_joint_values(com, rot, actors, world_rows, frame, reference_offset
 
 
 @inner_kernel
-def _matmul3(a, b, out):
-    """out = a @ b (3x3), as numpy's matmul (OpenBLAS) rounds it (so3.matmul3, for 3x3 views)."""
-    for i in range(3):
-        for j in range(3):
-            out[i, j] = fma(a[i, 2], b[2, j], fma(a[i, 1], b[1, j], a[i, 0] * b[0, j]))
-
-
-@inner_kernel
 def _relative_rotation_jacobian(phi, p, sign, w, c, jinv, d_b, jac_out):
     """jac_out[w, c] rotation columns: -/+ sign_i (Jl^{-1}(phi) P)_i for A / B; translation columns zero."""
     log_inverse_jacobian(phi, jinv)
-    _matmul3(jinv, p, d_b)
+    matmul3(jinv, p, d_b)
     for i in range(3):
         for j in range(3):
             jac_out[w, c, 0, i, j] = 0.0
@@ -160,13 +142,13 @@ def rotation_tracking_values(rot, actors, world_rows, frame, target, with_jacobi
         tw = world_rows[w]
         for c in range(actors.shape[0]):
             na, nb = actors[c, 0], actors[c, 1]
-            _matmul3(rot[w, na], target[tw, c], t1)
-            _matmul3(t1, frame[tw, c], t2)
+            matmul3(rot[w, na], target[tw, c], t1)
+            matmul3(t1, frame[tw, c], t2)
             for i in range(3):
                 for j in range(3):
                     p[i, j] = t2[j, i]
-            _matmul3(p, rot[w, nb], t1)
-            _matmul3(t1, frame[tw, c], m)
+            matmul3(p, rot[w, nb], t1)
+            matmul3(t1, frame[tw, c], m)
             so3_log(m, phi)
             for i in range(3):
                 g_out[w, c, i] = phi[i]
@@ -186,12 +168,12 @@ def rotation_range_values(rot, actors, world_rows, frame, reference, lower, uppe
         tw = world_rows[w]
         for c in range(actors.shape[0]):
             na, nb = actors[c, 0], actors[c, 1]
-            _matmul3(rot[w, na], frame[tw, c], t1)
+            matmul3(rot[w, na], frame[tw, c], t1)
             for i in range(3):
                 for j in range(3):
                     p[i, j] = t1[j, i]
-            _matmul3(p, rot[w, nb], t1)
-            _matmul3(t1, frame[tw, c], t2)
+            matmul3(p, rot[w, nb], t1)
+            matmul3(t1, frame[tw, c], t2)
             for i in range(3):  # t2 @ R_ref^T
                 for j in range(3):
                     m[i, j] = fma(t2[i, 2], reference[tw, c, j, 2],
@@ -211,41 +193,6 @@ def rotation_range_values(rot, actors, world_rows, frame, reference, lower, uppe
                 _relative_rotation_jacobian(phi, p, sign, w, c, jinv, t1, jac_out)
 
 
-@inner_kernel
-def _multiplier(g, g_old, w, c, k, d, gbar, damped):
-    """(energy U + d/(2 dt)|dg|^2 (nan when |g|^2 is not finite), kappa, lam) of one constraint, as
-    `one_actor_compliance` (base.py's chain rule: lam = kappa g + (d/dt) dg)."""
-    norm2 = g[w, c, 0] * g[w, c, 0] + g[w, c, 1] * g[w, c, 1] + g[w, c, 2] * g[w, c, 2]
-    finite = np.isfinite(norm2)
-    dissipation = 0.0
-    if damped:
-        dg2 = 0.0
-        for i in range(3):
-            dgi = g[w, c, i] - g_old[w, c, i]
-            dg2 += dgi * dgi
-        dissipation = 0.5 * d * dg2
-    if gbar > 0.0:  # step_c1(|g|, gbar) scaled by k gbar
-        x = np.sqrt(norm2) if finite else 0.0
-        r = x / gbar
-        max_force = k * gbar
-        if x >= gbar:
-            elastic = max_force * (x - gbar / 3.0)
-            kappa = max_force * (1.0 / x if x > 0.0 else 0.0)
-        else:
-            elastic = max_force * (x * r * (1.0 - r / 3.0))
-            kappa = max_force * ((2.0 - r) / gbar)
-    else:
-        elastic = 0.5 * k * norm2
-        kappa = k
-    energy = (elastic + dissipation) if finite else np.nan
-    lam0, lam1, lam2 = kappa * g[w, c, 0], kappa * g[w, c, 1], kappa * g[w, c, 2]
-    if damped:
-        lam0 += d * (g[w, c, 0] - g_old[w, c, 0])
-        lam1 += d * (g[w, c, 1] - g_old[w, c, 1])
-        lam2 += d * (g[w, c, 2] - g_old[w, c, 2])
-    return energy, kappa, lam0, lam1, lam2
-
-
 @kernel(_nrt=False)
 def two_actor_compliance(g, g_old, jac, actors, stiffness, damping_over_dt, saturation, damped, want_hessian,
                          energy_out, grad_out, hess_out, coupling_out):
@@ -258,13 +205,13 @@ def two_actor_compliance(g, g_old, jac, actors, stiffness, damping_over_dt, satu
     for w in range(g.shape[0]):
         e = 0.0
         for c in range(actors.shape[0]):
-            energy, _, _, _, _ = _multiplier(g, g_old, w, c, stiffness[c], damping_over_dt[c], saturation[c], damped)
+            energy, _, _, _, _ = compliance_multiplier(g, g_old, w, c, stiffness[c], damping_over_dt[c], saturation[c], damped)
             e += energy
         energy_out[w] += e
         for a in range(2):
             for c in range(actors.shape[0]):
                 d = damping_over_dt[c]
-                _, kappa, lam0, lam1, lam2 = _multiplier(g, g_old, w, c, stiffness[c], d, saturation[c], damped)
+                _, kappa, lam0, lam1, lam2 = compliance_multiplier(g, g_old, w, c, stiffness[c], d, saturation[c], damped)
                 n = actors[c, a]
                 for j in range(6):
                     grad_out[w, n, j] += jac[w, c, a, 0, j] * lam0 + jac[w, c, a, 1, j] * lam1 \
