@@ -278,7 +278,7 @@ def _contact_inputs(pot):
         args = pot._stage_inputs = (
             True, *pot._kernel_samples, *pot._kernel_pairs, *pot._kernel_colliders,
             _FRICTION_MODEL_CODE[cfg.friction_model], bool(cfg.fade_friction),
-            bool(cfg.implicit_normal_force_for_dissipation), bool(cfg.fitted_friction_hessian),
+            contact_kernels.load_mode(cfg), bool(cfg.fitted_friction_hessian),
             kernel_array(slots.body_a, np.int64), kernel_array(slots.body_b, np.int64))
     return args
 
@@ -455,7 +455,8 @@ def _no_contact():
              z((0, 3)), z((0,)), z((0,), np.int64), z((0,), b))
     colliders = (z((0,), np.int64), z((0, 3)), z((0, 3)), z((0, 3, 3)), z((0,)), z((0, 3)), z((0,)), z((0,)),
                  z((0,), np.int64), z((0, 3), np.int64), z((0, 3)), z((0, 3)), z((0, 3)))
-    return (False, *samples, *pairs, *colliders, 0, False, False, False, z((0,), np.int64), z((0,), np.int64))
+    return (False, *samples, *pairs, *colliders, 0, False, contact_kernels.LOAD_RECONSTRUCTED, False,
+            z((0,), np.int64), z((0,), np.int64))
 
 
 _NO_CONTACT = _no_contact()

@@ -226,7 +226,8 @@ def _contact_cases():
 
 @pytest.mark.parametrize("collider", ["plane", "sphere", "box", "rotated box", "grid"])
 @pytest.mark.parametrize("static_collider", [True, False], ids=["static", "dynamic"])
-@pytest.mark.parametrize("mode", ["default", "implicit load", "no fade", "cinf", "exact coulomb", "frictionless"])
+@pytest.mark.parametrize("mode", ["default", "implicit load", "explicit normals", "explicit, no fade", "no fade", "cinf",
+                                  "exact coulomb", "frictionless"])
 def test_contact_kernel_equals_numpy_oracle(collider, static_collider, mode):
     """The contact kernel (every sample, pair and world in one call) against the numpy evaluation, in the slip,
     ramp and deep regimes at once (random small rotations, 2 mm stage motion, 4 worlds, one of them apart so the
@@ -237,6 +238,8 @@ def test_contact_kernel_equals_numpy_oracle(collider, static_collider, mode):
 
     config = {
         "default": ContactEvalConfig(), "implicit load": ContactEvalConfig(implicit_normal_force_for_dissipation=True),
+        "explicit normals": ContactEvalConfig(explicit_normals=True),
+        "explicit, no fade": ContactEvalConfig(explicit_normals=True, fade_friction=False),
         "no fade": ContactEvalConfig(fade_friction=False), "cinf": ContactEvalConfig(friction_model="CINF_REGULARIZED"),
         "exact coulomb": ContactEvalConfig(fitted_friction_hessian=False), "frictionless": ContactEvalConfig(),
     }[mode]
@@ -245,7 +248,8 @@ def test_contact_kernel_equals_numpy_oracle(collider, static_collider, mode):
                                         np.random.default_rng(4), config=config, gap=-0.01, stage_motion=2e-3,
                                         worlds=4)
     assert pot.uses_kernel
-    com[3, 0, 1] += 5.0  # world 3: far above, no contact
+    com[3, 0, 1] += 5.0  # world 3: far above, no contact (at the stage start too, for explicit normals)
+    ctx.com_position0[3, 0, 1] += 5.0
     for want_hessian in (False, True):
         got = pot.evaluate(ctx, com, rot, want_hessian)
         ref = pot.evaluate_numpy(ctx, com, rot, want_hessian)
@@ -258,13 +262,13 @@ def test_contact_kernel_equals_numpy_oracle(collider, static_collider, mode):
 
 
 @numba.njit(cache=True)
-def _contact_rows_then_hessian(model, com, rot, com0, rot0, stage_dt, friction_model, fade, implicit, fitted,
+def _contact_rows_then_hessian(model, com, rot, com0, rot0, stage_dt, friction_model, fade, load_mode, fitted,
                                energy, grad, hess, coupling, row_body, rows, num_rows, reach):
     """One world through the compiled Newton's pair of contact kernels (kernel-only: no Python wrappers); ``reach``
     the broad phase's (state, reference, pairs, moves)."""
-    contact_kernels.contact_rows(*model, com, rot, com0, rot0, stage_dt, friction_model, fade, implicit, fitted,
+    contact_kernels.contact_rows(*model, com, rot, com0, rot0, stage_dt, friction_model, fade, load_mode, fitted,
                                  True, energy, grad, row_body, rows, num_rows, np.empty((3, 3)), np.empty((3, 3)),
-                                 np.empty((4, 3)), np.empty(contact_kernels._CP_SIZE), *reach)
+                                 np.empty((8, 3)), np.empty(contact_kernels._CP_SIZE), *reach)
     return contact_kernels.contact_hessian_from_rows(row_body, rows, num_rows, model[24], model[25], hess, coupling,
                                                      np.empty((1, 1, 6, 6)), np.empty((3, 6)))
 
@@ -278,7 +282,7 @@ def _reach_arrays(model, num_bodies, state):
 
 @pytest.mark.parametrize("collider", ["plane", "sphere", "box", "rotated box", "grid"])
 @pytest.mark.parametrize("static_collider", [True, False], ids=["static", "dynamic"])
-@pytest.mark.parametrize("mode", ["default", "implicit load", "cinf", "exact coulomb"])
+@pytest.mark.parametrize("mode", ["default", "implicit load", "explicit normals", "cinf", "exact coulomb"])
 def test_contact_rows_and_hessian_from_rows_equal_contact_terms_bit_for_bit(collider, static_collider, mode):
     """The compiled Newton's contact evaluation, `contact_rows` (energy, gradient, rows) and later
     `contact_hessian_from_rows` (Hessian and coupling blocks assembled from those rows), world by world, against
@@ -289,6 +293,7 @@ def test_contact_rows_and_hessian_from_rows_equal_contact_terms_bit_for_bit(coll
 
     config = {
         "default": ContactEvalConfig(), "implicit load": ContactEvalConfig(implicit_normal_force_for_dissipation=True),
+        "explicit normals": ContactEvalConfig(explicit_normals=True),
         "cinf": ContactEvalConfig(friction_model="CINF_REGULARIZED"),
         "exact coulomb": ContactEvalConfig(fitted_friction_hessian=False),
     }[mode]
@@ -296,12 +301,13 @@ def test_contact_rows_and_hessian_from_rows_equal_contact_terms_bit_for_bit(coll
                                         np.random.default_rng(4), config=config, gap=-0.01, stage_motion=2e-3,
                                         worlds=4)
     assert pot.uses_kernel
-    com[3, 0, 1] += 5.0  # world 3: far above, no contact
+    com[3, 0, 1] += 5.0  # world 3: far above, no contact (at the stage start too, for explicit normals)
+    ctx.com_position0[3, 0, 1] += 5.0
     model = (*pot._kernel_samples, *pot._kernel_pairs, *pot._kernel_colliders)
     com, rot = kernel_array(com), kernel_array(rot)
     com0, rot0 = kernel_array(ctx.com_position0), kernel_array(ctx.rotation0)
     settings = (float(ctx.stage_dt), _FRICTION_MODEL_CODE[config.friction_model], bool(config.fade_friction),
-                bool(config.implicit_normal_force_for_dissipation), bool(config.fitted_friction_hessian))
+                contact_kernels.load_mode(config), bool(config.fitted_friction_hessian))
     num_worlds, num_bodies = com.shape[:2]
     num_slots = max(int(pot._kernel_pairs.slot.max()) + 1, 0)
     ref = (np.zeros(num_worlds), np.zeros((num_worlds, num_bodies, 6)), np.zeros((num_worlds, num_bodies, 6, 6)),
@@ -316,7 +322,8 @@ def test_contact_rows_and_hessian_from_rows_equal_contact_terms_bit_for_bit(coll
         coupled = _contact_rows_then_hessian(model, com[world], rot[world], com0[world], rot0[world], *settings, *got,
                                              row_body, rows, num_rows, reach)
         assert (num_rows[0] > 0) == (w != 3)
-        assert reach[0][0] == contact_kernels.REACH_USE  # recorded
+        # recorded; explicit normals test every pair each time (the stage-start poses keep pairs in reach)
+        assert reach[0][0] == (contact_kernels.REACH_RECORD if config.explicit_normals else contact_kernels.REACH_USE)
         for g, r in zip(got, ref):
             np.testing.assert_array_equal(g[0], r[w])
         assert coupled == (ref_coupled and w != 3 and not static_collider)
@@ -330,8 +337,8 @@ def test_contact_configurations_outside_the_kernel_take_the_numpy_path_by_constr
 
     rng = np.random.default_rng(0)
     assert not two_body_setup(ground_colliders()["plane"], FRICTION, True, rng, config=EXACT)[0].uses_kernel
-    explicit = ContactEvalConfig(explicit_normals=True)
-    assert not two_body_setup(ground_colliders()["plane"], FRICTION, True, rng, config=explicit)[0].uses_kernel
+    explicit = ContactEvalConfig(explicit_normals=True)  # the reference's option: in the kernel since 2026-12-05
+    assert two_body_setup(ground_colliders()["plane"], FRICTION, True, rng, config=explicit)[0].uses_kernel
     mesh = ground_colliders()["mesh"]
     assert not two_body_setup(mesh, FRICTION, True, rng, config=ContactEvalConfig())[0].uses_kernel
     grid = ground_colliders()["sdf"]
@@ -421,3 +428,19 @@ def test_contact_rows_broad_phase_reference_skips_only_pairs_out_of_reach(collid
             np.testing.assert_array_equal(used[3], exact[3])
         assert reach[0][0] == contact_kernels.REACH_USE
     assert skipped >= 1  # the far world's pair, after the small move
+
+
+@pytest.mark.parametrize("collider", ["plane", "sphere", "box", "rotated box", "grid"])
+@pytest.mark.parametrize("static_collider", [True, False], ids=["static", "dynamic"])
+def test_contact_kernel_with_explicit_normals_is_an_exact_potential(collider, static_collider):
+    """With explicit normals the contact is an exact incremental potential (stage-start normals, load and friction
+    plane held fixed): the kernel path's gradient is the central difference of its energy, in the slip and ramp
+    regimes (its Hessian stays the reference's Gauss-Newton one, so only the gradient is checked)."""
+    from test_contact_potential import FRICTION, fd_check, two_body_setup
+    from superdex_gym.sim.contact.params import ContactEvalConfig
+
+    pot, ctx, com, rot = two_body_setup(_contact_cases()[collider], FRICTION, static_collider,
+                                        np.random.default_rng(11), config=ContactEvalConfig(explicit_normals=True),
+                                        gap=-0.01, stage_motion=2e-3, worlds=3)
+    assert pot.uses_kernel
+    fd_check(pot, ctx, com, rot, bodies=[0] if static_collider else [0, 1], check_hessian=False)

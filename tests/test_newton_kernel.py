@@ -139,6 +139,41 @@ def test_compiled_newton_matches_numpy_newton_on_a_stack(ls_type, monkeypatch):
     np.testing.assert_allclose(ends[True][1], ends[False][1], rtol=0, atol=1e-10)
 
 
+def test_explicit_normals_take_the_compiled_path_and_match_the_numpy_newton(monkeypatch):
+    """The reference's ExperimentalEvalParams.explicit_normals (stage-start normals, load and friction plane): the
+    stack takes the compiled path and follows the numpy Newton (same statuses and iteration counts, states within
+    round-off as in the test above), and its worlds stepped together equal each stepped alone, bit for bit."""
+    def scene_of(num_worlds, kicks):
+        scene, actors = _stack(num_worlds)
+        params = scene.get_solver_params()
+        params.experimental_eval.explicit_normals = True
+        scene.set_solver_params(params)
+        for world, kick in enumerate(kicks):
+            _kick(actors, kick, scene_world=world)
+        return scene
+
+    ends = {}
+    for compiled in (False, True):
+        monkeypatch.setattr(pipeline, "COMPILED_NEWTON", compiled)
+        scene = scene_of(2, [1, 2])
+        assert scene.solver_path().startswith("compiled" if compiled else "numpy: the compiled Newton is off")
+        stats = []
+        for _ in range(10):
+            scene.step(0.01)
+            report = scene.get_solver_stats()
+            stats.append((report.convergence_status, report.max_non_linear_iters, report.max_line_search_iters))
+        ends[compiled] = (scene._state.current.com_position.copy(), scene._state.current.rotation.copy(), stats)
+    assert str(ends[True][2]) == str(ends[False][2])
+    np.testing.assert_allclose(ends[True][0], ends[False][0], rtol=0, atol=1e-10)
+    np.testing.assert_allclose(ends[True][1], ends[False][1], rtol=0, atol=1e-10)
+    for world, kick in enumerate([1, 2]):
+        alone = scene_of(1, [kick])
+        for _ in range(10):
+            alone.step(0.01)
+        assert np.array_equal(alone._state.current.com_position[0], ends[True][0][world])
+        assert np.array_equal(alone._state.current.rotation[0], ends[True][1][world])
+
+
 @pytest.mark.slow  # compiles both Newton paths
 def test_worlds_stepped_together_equal_worlds_stepped_alone(compiled_newton):
     num = 3

@@ -383,13 +383,12 @@ class ContactPotential(Potential):
 
     def _init_kernel_arrays(self) -> None:
         """The frozen arrays of the contact kernel (sim/kernels/contact.py) and whether this potential's
-        configuration is in its scope: analytic and grid-SDF colliders, current-geometry dissipation, Gauss-Newton
-        Hessian. Other configurations (exact mesh distance, user fields, the two test modes) evaluate with numpy
-        (`evaluate_numpy`), decided here once."""
+        configuration is in its scope: analytic and grid-SDF colliders, every dissipation load mode (explicit normals
+        included), Gauss-Newton Hessian. Other configurations (exact mesh distance, user fields, the exact geometric
+        Hessian of the FD tests) evaluate with numpy (`evaluate_numpy`), decided here once."""
         cfg = self.config
         kernel_kind = np.array([_kernel_kind(c) for c in self._colliders], dtype=np.int64).reshape(-1)
-        self.uses_kernel = bool(not cfg.explicit_normals and not cfg.exact_geometric_hessian
-                                and np.all(kernel_kind >= 0))
+        self.uses_kernel = bool(not cfg.exact_geometric_hessian and np.all(kernel_kind >= 0))
         if not self.uses_kernel:
             return
         grids = [c if kernel_kind[i] == contact_kernels.GRID else None for i, c in enumerate(self._colliders)]
@@ -436,7 +435,7 @@ class ContactPotential(Potential):
         coupled = contact_kernels.contact_terms(
             *self._kernel_samples, *self._kernel_pairs, *self._kernel_colliders, kernel_array(com), kernel_array(rot),
             kernel_array(com0), kernel_array(rot0), float(ctx.stage_dt), _FRICTION_MODEL_CODE[cfg.friction_model],
-            bool(cfg.fade_friction), bool(cfg.implicit_normal_force_for_dissipation),
+            bool(cfg.fade_friction), contact_kernels.load_mode(cfg),
             bool(cfg.fitted_friction_hessian), bool(want_hessian), terms.energy, terms.gradient,
             terms.hessian_diag if want_hessian else _NO_BLOCKS, block)
         if coupled:  # without coupled rows the Newton system stays block-diagonal (as in assemble_rigid_contact)

@@ -2,8 +2,8 @@
 penalty, dissipation and rigid assembly, looping worlds x pairs x samples (sim/contact/potential.py,
 penalty.py, friction.py and rigid_assembly.py hold the formulas and the numpy oracle, `ContactPotential._rows`).
 
-Scope: the analytic colliders and trilinear grid SDFs, current-geometry dissipation (``explicit_normals=False``) and the Gauss-Newton
-Hessian (``exact_geometric_hessian=False``), i.e. the reference's defaults; the potential decides at
+Scope: the analytic colliders and trilinear grid SDFs, every dissipation load mode (LOAD_*, explicit normals
+included) and the Gauss-Newton Hessian (``exact_geometric_hessian=False``); the potential decides at
 construction which path a configuration takes (`ContactPotential.uses_kernel`). Per row (a sample of the
 colliding body A against the collider of body B, collider frame Y = R_B^T (c_A + R_A X - c_B)):
 
@@ -27,6 +27,18 @@ from .contact_geometry import (  # noqa: F401  (the collider kinds: potential.py
 from .cube import pow_cube
 
 C1_REGULARIZED, CINF_REGULARIZED = 0, 1
+# The dissipation's normal load and geometry (ContactEvalConfig): the load at the reconstructed stage-start distance
+# d0 = phi - G . dp with the current normals (the reference's default), at the current distance
+# (implicit_normal_force_for_dissipation), or explicit_normals: stage-start distance, normals, alignment and
+# friction plane, and a sample counts as a contact when it is within delta now or at the stage start.
+LOAD_RECONSTRUCTED, LOAD_IMPLICIT, LOAD_EXPLICIT = 0, 1, 2
+
+
+def load_mode(config) -> int:
+    """The kernels' LOAD_* code of a ContactEvalConfig."""
+    if config.explicit_normals:
+        return LOAD_EXPLICIT
+    return LOAD_IMPLICIT if config.implicit_normal_force_for_dissipation else LOAD_RECONSTRUCTED
 _ZERO_GRADIENT_NORM = 1e-9  # friction._ZERO_GRADIENT_NORM
 _CINF_MIN_EPS = np.finfo(np.float64).eps  # ramp._CINF_MIN_EPS
 
@@ -124,16 +136,20 @@ def _world_rows(
         p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector, p_bound_scalar, p_slot, p_flip, c_kind,
         c_center, c_half_extents, c_rotation, c_radius, c_normal, c_offset, c_grid_values, c_grid_start, c_grid_dims,
         c_grid_min, c_grid_max, c_grid_cell, com, rot, com0, rot0, stage_dt, friction_model, fade_friction,
-        implicit_normal_force, fitted_hessian, want_hessian, row_body, rows, d2e, rd, frame, cp, reach_state,
+        load_mode, fitted_hessian, want_hessian, row_body, rows, d2e, rd, frame, cp, reach_state,
         reach_ref, reach_pair, reach_move):
     """World w's active rows, in row order (pair, sample): their bodies and pair into row_body (R, 3), their force,
     levers and (with want_hessian) world Hessian into rows (R, _ROW_SIZE); returns (their count, the world's
-    contact energy). ``d2e``, ``rd`` (3, 3), ``frame`` (4, 3) and ``cp`` (_CP_SIZE,) are scratch. The broad phase
+    contact energy). ``d2e``, ``rd`` (3, 3), ``frame`` (8, 3) and ``cp`` (_CP_SIZE,) are scratch. The broad phase
     records or uses a reference as reach_state[0] says (contact_geometry.REACH_*; reach_ref (N, 12), reach_pair
     (P, _RP_SIZE), reach_move (N, 2)): REACH_RECORD tests every pair and records them, then sets REACH_USE."""
     e_world = 0.0
     num_rows = 0
-    state = reach_state[0]
+    explicit = load_mode == LOAD_EXPLICIT
+    # With explicit normals a pair is also in reach through its stage-start poses, which the skipping between
+    # evaluations does not track: every pair is tested each time.
+    state = REACH_OFF if explicit else reach_state[0]
+    rg = rot0 if explicit else rot  # the rotations of the alignment gate
     if state == REACH_USE:
         _body_moves(com, rot, w, reach_ref, reach_move)
     for p in range(p_colliding.shape[0]):
@@ -147,9 +163,16 @@ def _world_rows(
         if state == REACH_RECORD:
             _record_pair(p, cl, kind, gap, distance, com, w, a, b, p_reach, p_sphere_center, p_bound_is_half,
                          p_bound_vector, c_rotation, reach_pair)
-        if not (gap <= p_reach[p]):
+        in_reach = gap <= p_reach[p]
+        if explicit and not in_reach:
+            gap, _ = _pair_gap(com0, rot0, w, a, b, p, cl, kind, p_sphere_center, p_sphere_radius, p_bound_is_half,
+                               p_bound_vector, p_bound_scalar, c_center, c_rotation, c_half_extents, False)
+            in_reach = gap <= p_reach[p]
+        if not in_reach:
             continue
         _pair_frame(com, rot, w, a, b, frame)
+        if explicit:  # the stage-start frame in rows 4-7
+            _pair_frame(com0, rot0, w, a, b, frame, 4)
         _collider_params(cl, kind, c_normal, c_offset, c_center, c_radius, c_rotation, c_half_extents,
                          c_grid_start, c_grid_dims, c_grid_min, c_grid_max, c_grid_cell, cp)
         # The pair's parameters as scalars.
@@ -161,25 +184,40 @@ def _world_rows(
         for s in range(s0, s0 + s_count[a]):
             kept, y0, y1, y2 = _sample_in_frame(s_points, s, frame, kind, p, p_bound_vector, p_bound_scalar,
                                                 p_reach)
+            z0, z1, z2 = 0.0, 0.0, 0.0  # with explicit normals, the sample at the stage start (Y0 = M0 X + t0)
+            if explicit:
+                kept0, z0, z1, z2 = _sample_in_frame(s_points, s, frame, kind, p, p_bound_vector, p_bound_scalar,
+                                                     p_reach, 4)
+                kept = kept or kept0
             if not kept:
                 continue
             xs0, xs1, xs2 = s_points[s, 0], s_points[s, 1], s_points[s, 2]
             # The analytic colliders' gradient only for the samples within delta (a fraction of them), evaluated
             # again with it; a grid's in the first evaluation (measured: evaluating it twice cost more).
             phi, gr0, gr1, gr2 = _sdf_of(kind, y0, y1, y2, kind == GRID, cp, c_grid_values)
-            if not (phi < delta):
+            in_contact = phi < delta
+            # The dissipation's distance and normal (gs) and the gate's colliding normal (na): the stage start's
+            # with explicit normals, else the current ones.
+            phi_s, gs0, gs1, gs2 = phi, gr0, gr1, gr2
+            if explicit:
+                phi_s, gs0, gs1, gs2 = _sdf_of(kind, z0, z1, z2, kind == GRID, cp, c_grid_values)
+                in_contact = in_contact or phi_s < delta
+            if not in_contact:
                 continue
             if kind != GRID:
                 phi, gr0, gr1, gr2 = _sdf_of(kind, y0, y1, y2, True, cp, c_grid_values)
-            # Alignment gate with the colliding normal N_A = R_B^T R_A n_A.
+                phi_s, gs0, gs1, gs2 = phi, gr0, gr1, gr2
+                if explicit:
+                    phi_s, gs0, gs1, gs2 = _sdf_of(kind, z0, z1, z2, True, cp, c_grid_values)
+            # Alignment gate with the colliding normal N_A = R_B^T R_A n_A (stage-start rotations rg when explicit).
             ns0, ns1, ns2 = s_normals[s, 0], s_normals[s, 1], s_normals[s, 2]
-            wn0 = (rot[w, a, 0, 0] * ns0 + rot[w, a, 0, 2] * ns2) + rot[w, a, 0, 1] * ns1
-            wn1 = (rot[w, a, 1, 0] * ns0 + rot[w, a, 1, 2] * ns2) + rot[w, a, 1, 1] * ns1
-            wn2 = (rot[w, a, 2, 0] * ns0 + rot[w, a, 2, 2] * ns2) + rot[w, a, 2, 1] * ns1
-            na0 = (rot[w, b, 0, 0] * wn0 + rot[w, b, 1, 0] * wn1) + rot[w, b, 2, 0] * wn2
-            na1 = (rot[w, b, 0, 1] * wn0 + rot[w, b, 1, 1] * wn1) + rot[w, b, 2, 1] * wn2
-            na2 = (rot[w, b, 0, 2] * wn0 + rot[w, b, 1, 2] * wn1) + rot[w, b, 2, 2] * wn2
-            cos_a = (gr0 * na0 + gr2 * na2) + gr1 * na1
+            wn0 = (rg[w, a, 0, 0] * ns0 + rg[w, a, 0, 2] * ns2) + rg[w, a, 0, 1] * ns1
+            wn1 = (rg[w, a, 1, 0] * ns0 + rg[w, a, 1, 2] * ns2) + rg[w, a, 1, 1] * ns1
+            wn2 = (rg[w, a, 2, 0] * ns0 + rg[w, a, 2, 2] * ns2) + rg[w, a, 2, 1] * ns1
+            na0 = (rg[w, b, 0, 0] * wn0 + rg[w, b, 1, 0] * wn1) + rg[w, b, 2, 0] * wn2
+            na1 = (rg[w, b, 0, 1] * wn0 + rg[w, b, 1, 1] * wn1) + rg[w, b, 2, 1] * wn2
+            na2 = (rg[w, b, 0, 2] * wn0 + rg[w, b, 1, 2] * wn1) + rg[w, b, 2, 2] * wn2
+            cos_a = (gs0 * na0 + gs2 * na2) + gs1 * na1
             if not (cos_a <= m_align):
                 continue
             fade = (m_align - cos_a) / (m_align + 1.0) if (fade_friction and m_align > -1.0) else 1.0
@@ -196,29 +234,31 @@ def _world_rows(
                     d2e[i, 1] = d2_phi * (gi * gr1)
                     d2e[i, 2] = d2_phi * (gi * gr2)
             if dissipative:
-                # Stage-start pullback Y0 = R_B0^T (c_A0 + R_A0 X - c_B0); dp = Y - Y0.
-                q0 = com0[w, a, 0] + ((rot0[w, a, 0, 0] * xs0 + rot0[w, a, 0, 2] * xs2) + rot0[w, a, 0, 1] * xs1) \
-                    - com0[w, b, 0]
-                q1 = com0[w, a, 1] + ((rot0[w, a, 1, 0] * xs0 + rot0[w, a, 1, 2] * xs2) + rot0[w, a, 1, 1] * xs1) \
-                    - com0[w, b, 1]
-                q2 = com0[w, a, 2] + ((rot0[w, a, 2, 0] * xs0 + rot0[w, a, 2, 2] * xs2) + rot0[w, a, 2, 1] * xs1) \
-                    - com0[w, b, 2]
-                dp0 = y0 - ((rot0[w, b, 0, 0] * q0 + rot0[w, b, 1, 0] * q1) + rot0[w, b, 2, 0] * q2)
-                dp1 = y1 - ((rot0[w, b, 0, 1] * q0 + rot0[w, b, 1, 1] * q1) + rot0[w, b, 2, 1] * q2)
-                dp2 = y2 - ((rot0[w, b, 0, 2] * q0 + rot0[w, b, 1, 2] * q1) + rot0[w, b, 2, 2] * q2)
-                if implicit_normal_force:
-                    load_phi = phi
-                else:  # reconstructed stage-start distance d0 = phi - G . dp
+                if explicit:  # dp = Y - Y0 with Y0 = M0 X + t0, the stage-start frame's point
+                    dp0, dp1, dp2 = y0 - z0, y1 - z1, y2 - z2
+                else:  # stage-start pullback Y0 = R_B0^T (c_A0 + R_A0 X - c_B0); dp = Y - Y0
+                    q0 = com0[w, a, 0] + ((rot0[w, a, 0, 0] * xs0 + rot0[w, a, 0, 2] * xs2)
+                                          + rot0[w, a, 0, 1] * xs1) - com0[w, b, 0]
+                    q1 = com0[w, a, 1] + ((rot0[w, a, 1, 0] * xs0 + rot0[w, a, 1, 2] * xs2)
+                                          + rot0[w, a, 1, 1] * xs1) - com0[w, b, 1]
+                    q2 = com0[w, a, 2] + ((rot0[w, a, 2, 0] * xs0 + rot0[w, a, 2, 2] * xs2)
+                                          + rot0[w, a, 2, 1] * xs1) - com0[w, b, 2]
+                    dp0 = y0 - ((rot0[w, b, 0, 0] * q0 + rot0[w, b, 1, 0] * q1) + rot0[w, b, 2, 0] * q2)
+                    dp1 = y1 - ((rot0[w, b, 0, 1] * q0 + rot0[w, b, 1, 1] * q1) + rot0[w, b, 2, 1] * q2)
+                    dp2 = y2 - ((rot0[w, b, 0, 2] * q0 + rot0[w, b, 1, 2] * q1) + rot0[w, b, 2, 2] * q2)
+                if load_mode == LOAD_RECONSTRUCTED:  # reconstructed stage-start distance d0 = phi - G . dp
                     load_phi = phi - ((gr0 * dp0 + gr2 * dp2) + gr1 * dp1)
+                else:  # the current distance (implicit), or the stage start's (explicit)
+                    load_phi = phi_s
                 lv, l1, _ = _poly_relu(-load_phi, eps, eps - delta)
                 lam = fade * (k * lv * l1)
                 # Friction normal: G/|G| (or -N_A where |G| vanishes, or when the pair uses -N_A).
                 if use_collider_normal:
-                    gn = np.sqrt((gr0 * gr0 + gr1 * gr1) + gr2 * gr2)
+                    gn = np.sqrt((gs0 * gs0 + gs1 * gs1) + gs2 * gs2)
                     if gn < _ZERO_GRADIENT_NORM:
                         n0, n1, n2 = -na0, -na1, -na2
                     else:
-                        n0, n1, n2 = gr0 / gn, gr1 / gn, gr2 / gn
+                        n0, n1, n2 = gs0 / gn, gs1 / gn, gs2 / gn
                 else:
                     n0, n1, n2 = -na0, -na1, -na2
                 dp_n = (dp0 * n0 + dp2 * n2) + dp1 * n1
@@ -336,7 +376,7 @@ def contact_terms(
         p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector, p_bound_scalar, p_slot, p_flip, c_kind,
         c_center, c_half_extents, c_rotation, c_radius, c_normal, c_offset, c_grid_values, c_grid_start, c_grid_dims,
         c_grid_min, c_grid_max, c_grid_cell, com, rot, com0, rot0, stage_dt, friction_model, fade_friction,
-        implicit_normal_force, fitted_hessian, want_hessian, energy_out, grad_out, hess_out, coupling_out):
+        load_mode, fitted_hessian, want_hessian, energy_out, grad_out, hess_out, coupling_out):
     """Add every world's contact terms into energy_out (W,), grad_out (W, N, 6), hess_out (W, N, 6, 6) and the
     coupling blocks coupling_out (W, S, 6, 6) of the pairs' slots; returns True when some row coupled two
     dynamic bodies (the caller then passes the blocks to the solver). Per world: its rows (`_world_rows`), then
@@ -350,7 +390,7 @@ def contact_terms(
     rd = np.empty((3, 3))
     blk = np.empty((1, 1, 6, 6))
     hj = np.empty((3, 6))
-    frame = np.empty((4, 3))
+    frame = np.empty((8, 3))
     cp = np.empty(_CP_SIZE)
     max_rows = contact_max_rows(p_colliding, s_count)
     row_body = np.empty((max_rows, 3), np.int64)
@@ -364,7 +404,7 @@ def contact_terms(
             p_dissipative, p_reach, p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector,
             p_bound_scalar, p_slot, p_flip, c_kind, c_center, c_half_extents, c_rotation, c_radius, c_normal,
             c_offset, c_grid_values, c_grid_start, c_grid_dims, c_grid_min, c_grid_max, c_grid_cell, com, rot,
-            com0, rot0, stage_dt, friction_model, fade_friction, implicit_normal_force, fitted_hessian,
+            com0, rot0, stage_dt, friction_model, fade_friction, load_mode, fitted_hessian,
             want_hessian, row_body, rows, d2e, rd, frame, cp, reach_off, no_reach, no_reach, no_reach)
         _scatter_gradient(w, row_body, rows, num_rows, grad_out)
         if want_hessian and _scatter_hessian(w, row_body, rows, num_rows, p_slot, p_flip, hess_out, coupling_out,
@@ -384,13 +424,13 @@ def contact_rows(
         p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector, p_bound_scalar, p_slot, p_flip, c_kind,
         c_center, c_half_extents, c_rotation, c_radius, c_normal, c_offset, c_grid_values, c_grid_start, c_grid_dims,
         c_grid_min, c_grid_max, c_grid_cell, com, rot, com0, rot0, stage_dt, friction_model, fade_friction,
-        implicit_normal_force, fitted_hessian, want_hessian, energy_out, grad_out, row_body, rows, num_rows, d2e, rd,
+        load_mode, fitted_hessian, want_hessian, energy_out, grad_out, row_body, rows, num_rows, d2e, rd,
         frame, cp, reach_state, reach_ref, reach_pair, reach_move):
     """`contact_terms` of one world (leading axis 1) without the Hessian assembly: adds the energy and gradient into
     energy_out (1,) and grad_out (1, N, 6) and leaves the world's rows in row_body (R, 3), rows (R, _ROW_SIZE)
     (R = `contact_max_rows`) and their count in num_rows (1,), with their world Hessians when want_hessian, for
     `contact_hessian_from_rows`. The compiled Newton assembles the Hessian only where it takes a step, not at the
-    iterate it stops on nor at a rejected line-search trial. ``d2e``, ``rd`` (3, 3), ``frame`` (4, 3) and ``cp``
+    iterate it stops on nor at a rejected line-search trial. ``d2e``, ``rd`` (3, 3), ``frame`` (8, 3) and ``cp``
     (_CP_SIZE,) are scratch. The broad phase between one solve's evaluations: `_world_rows` (reach_state (1,)
     int, set to contact_geometry.REACH_RECORD at a solve's first evaluation; reach_ref (N, 12), reach_pair
     (P, _RP_SIZE), reach_move (N, 2) work arrays kept between the calls)."""
@@ -400,7 +440,7 @@ def contact_rows(
         p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector, p_bound_scalar, p_slot, p_flip, c_kind,
         c_center, c_half_extents, c_rotation, c_radius, c_normal, c_offset, c_grid_values, c_grid_start,
         c_grid_dims, c_grid_min, c_grid_max, c_grid_cell, com, rot, com0, rot0, stage_dt, friction_model,
-        fade_friction, implicit_normal_force, fitted_hessian, want_hessian, row_body, rows, d2e, rd, frame, cp,
+        fade_friction, load_mode, fitted_hessian, want_hessian, row_body, rows, d2e, rd, frame, cp,
         reach_state, reach_ref, reach_pair, reach_move)
     _scatter_gradient(0, row_body, rows, count, grad_out)
     energy_out[0] += e_world

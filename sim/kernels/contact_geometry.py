@@ -275,26 +275,27 @@ def _out_of_reach_since(p, a, b, reach_pair, reach_move):
 
 
 @inner_kernel(_nrt=False)
-def _pair_frame(com, rot, w, a, b, frame):
-    """frame (4, 3): rows 0-2 M = R_B^T R_A, row 3 t = R_B^T (c_A - c_B), so that a sample X of body A lies at
-    Y = M X + t in B's frame (per pair, the oracle's grouping and rounding)."""
+def _pair_frame(com, rot, w, a, b, frame, at=0):
+    """frame (at + 4, 3): rows at .. at + 2 M = R_B^T R_A, row at + 3 t = R_B^T (c_A - c_B), so that a sample X of
+    body A lies at Y = M X + t in B's frame (per pair, the oracle's grouping and rounding)."""
     for i in range(3):
-        frame[3, i] = (rot[w, b, 0, i] * (com[w, a, 0] - com[w, b, 0])
-                       + rot[w, b, 1, i] * (com[w, a, 1] - com[w, b, 1])) \
+        frame[at + 3, i] = (rot[w, b, 0, i] * (com[w, a, 0] - com[w, b, 0])
+                            + rot[w, b, 1, i] * (com[w, a, 1] - com[w, b, 1])) \
             + rot[w, b, 2, i] * (com[w, a, 2] - com[w, b, 2])
         for j in range(3):
-            frame[i, j] = (rot[w, b, 0, i] * rot[w, a, 0, j] + rot[w, b, 1, i] * rot[w, a, 1, j]) \
+            frame[at + i, j] = (rot[w, b, 0, i] * rot[w, a, 0, j] + rot[w, b, 1, i] * rot[w, a, 1, j]) \
                 + rot[w, b, 2, i] * rot[w, a, 2, j]
 
 
 @inner_kernel(_nrt=False, inline="always")
-def _sample_in_frame(points, s, frame, kind, p, p_bound_vector, p_bound_scalar, p_reach):
-    """Sample s of the colliding body in the collider's frame, Y = M X + t (`_pair_frame`; the oracle's grouping):
-    (kept, y0, y1, y2), kept False when a grid collider's bounding sphere culls it, as the numpy broad phase does."""
+def _sample_in_frame(points, s, frame, kind, p, p_bound_vector, p_bound_scalar, p_reach, at=0):
+    """Sample s of the colliding body in the collider's frame, Y = M X + t (`_pair_frame`'s rows from ``at``; the
+    oracle's grouping): (kept, y0, y1, y2), kept False when a grid collider's bounding sphere culls it, as the
+    numpy broad phase does."""
     xs0, xs1, xs2 = points[s, 0], points[s, 1], points[s, 2]
-    y0 = ((frame[0, 0] * xs0 + frame[0, 2] * xs2) + frame[0, 1] * xs1) + frame[3, 0]
-    y1 = ((frame[1, 0] * xs0 + frame[1, 2] * xs2) + frame[1, 1] * xs1) + frame[3, 1]
-    y2 = ((frame[2, 0] * xs0 + frame[2, 2] * xs2) + frame[2, 1] * xs1) + frame[3, 2]
+    y0 = ((frame[at, 0] * xs0 + frame[at, 2] * xs2) + frame[at, 1] * xs1) + frame[at + 3, 0]
+    y1 = ((frame[at + 1, 0] * xs0 + frame[at + 1, 2] * xs2) + frame[at + 1, 1] * xs1) + frame[at + 3, 1]
+    y2 = ((frame[at + 2, 0] * xs0 + frame[at + 2, 2] * xs2) + frame[at + 2, 1] * xs1) + frame[at + 3, 2]
     if kind == GRID:
         d0, d1, d2 = y0 - p_bound_vector[p, 0], y1 - p_bound_vector[p, 1], y2 - p_bound_vector[p, 2]
         return np.sqrt((d0 * d0 + d1 * d1) + d2 * d2) - p_bound_scalar[p] <= p_reach[p], y0, y1, y2

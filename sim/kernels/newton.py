@@ -308,7 +308,7 @@ _BY_ADDRESS = (  # (kernel, signature), in the order of callee_addresses
     (gravity, types.none(_F1, _B1, _B1, _F2, _F3, _F1, _F3)),
     (dof_loads, types.none(_B1, _F3, _F3, _F4, _F4, _F1, _F3)),
     (offset_forces, types.none(_B1, _F4, _F3, _F3, _F4, _b, _b, *_TERMS)),
-    (contact_rows, types.none(*_CONTACT_MODEL, _F3, _F4, _F3, _F4, _f8, _i8, _b, _b, _b, _b, _F1, _F3, _I2, _F2, _I1,
+    (contact_rows, types.none(*_CONTACT_MODEL, _F3, _F4, _F3, _F4, _f8, _i8, _b, _i8, _b, _b, _F1, _F3, _I2, _F2, _I1,
                               _F2, _F2, _F2, _F1, _I1, _F2, _F2, _F2)),
     (contact_hessian_from_rows, _b(_I2, _F2, _I1, _I1, _B1, _F4, _F4, _F4, _F2)),
     (point_pivot_values, types.none(_F3, _F4, _I1, _I1, _F2, _F3, _b, _F3, _F4)),
@@ -397,7 +397,7 @@ def newton_stage(
         p_dissipative, p_reach, p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector, p_bound_scalar,
         p_slot, p_flip, c_kind, c_center, c_half_extents, c_rotation, c_radius, c_normal, c_offset, c_grid_values,
         c_grid_start, c_grid_dims, c_grid_min, c_grid_max, c_grid_cell, friction_model, fade_friction,
-        implicit_normal_force, fitted_hessian, slot_a, slot_b,
+        load_mode, fitted_hessian, slot_a, slot_b,
         # constraint sets, evaluated in the order ``set_order`` (SET_* kinds): pivots, position (pp_) and rotation
         # (pr_), spread; the joint sets packed (joints.joint_set_terms: floats, ints, g_old (W, 3 Cj));
         # ``slot_groups``: `_newton_direction`'s coupling groups
@@ -443,7 +443,7 @@ def newton_stage(
     num_rows = np.zeros(1, np.int64)
     # The broad phase's reference, recorded at each world's first evaluation (contact_geometry.REACH_*).
     reach_state = np.empty(1, np.int64)
-    contact_scratch = (np.empty((3, 3)), np.empty((3, 3)), np.empty((4, 3)), np.empty(_CP_SIZE), reach_state,
+    contact_scratch = (np.empty((3, 3)), np.empty((3, 3)), np.empty((8, 3)), np.empty(_CP_SIZE), reach_state,
                        np.empty((n, 12)), np.empty((p_colliding.shape[0], _RP_SIZE)), np.empty((n, 2)))
     hessian_scratch = (np.empty((1, 1, 6, 6)), np.empty((3, 6)))
     best_c = np.empty((n, 3))
@@ -579,7 +579,7 @@ def newton_stage(
                     p_use_collider_normal, p_dissipative, p_reach, p_sphere_center, p_sphere_radius, p_bound_is_half,
                     p_bound_vector, p_bound_scalar, p_slot, p_flip, c_kind, c_center, c_half_extents, c_rotation,
                     c_radius, c_normal, c_offset, c_grid_values, c_grid_start, c_grid_dims, c_grid_min, c_grid_max,
-                    c_grid_cell, c_try, r_try, c0, r0, stage_dt, friction_model, fade_friction, implicit_normal_force,
+                    c_grid_cell, c_try, r_try, c0, r0, stage_dt, friction_model, fade_friction, load_mode,
                     fitted_hessian, hessian, e_one, g_one, row_body, contact_rows_buf, num_rows, *contact_scratch)
                 e_try[0] = e_try[0] + e_one[0]
                 _accumulate(g_try_f, g_one_f)
