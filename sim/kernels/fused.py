@@ -98,7 +98,7 @@ def _combine_rotation(base, coeffs, count, others, w, n, out, m, theta, part):
     matmul3(m, base, out)
 
 
-@inner_kernel(_nrt=False)  # allocates nothing: no reference counting of its arguments
+@inner_kernel(_nrt=False, inline="always")  # allocates nothing: no reference counting of its arguments
 def _combine_vector(base, w, b, coeffs, count, others, ow, ob, out):
     """integration.combine_vectors for body b of world w: out[w, b] from base[w, b] (both (W, N, size)) and
     others[:, ow, ob] ((S, W', N', size)). Indexed, not given views: a view per body and call costs reference-count
