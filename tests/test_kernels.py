@@ -333,9 +333,16 @@ def test_contact_configurations_outside_the_kernel_take_the_numpy_path_by_constr
     explicit = ContactEvalConfig(explicit_normals=True)
     assert not two_body_setup(ground_colliders()["plane"], FRICTION, True, rng, config=explicit)[0].uses_kernel
     mesh = ground_colliders()["mesh"]
-    assert not two_body_setup(mesh, FRICTION, True, rng, config=ContactEvalConfig())[0].uses_kernel
+    assert two_body_setup(mesh, FRICTION, True, rng, config=ContactEvalConfig())[0].uses_kernel
+    assert not two_body_setup(mesh, FRICTION, True, rng, config=EXACT)[0].uses_kernel
     grid = ground_colliders()["sdf"]
     assert two_body_setup(grid, FRICTION, True, rng, config=ContactEvalConfig())[0].uses_kernel
+
+    class UserField(type(mesh[0])):  # a user field: any other type, a subclass of a kernel collider's too
+        pass
+
+    user = (UserField(mesh[0].vertices, mesh[0].triangles), mesh[1])
+    assert not two_body_setup(user, FRICTION, True, rng, config=ContactEvalConfig())[0].uses_kernel
 
 
 @pytest.mark.parametrize("collider", ["plane", "sphere", "box", "rotated box", "grid"])
