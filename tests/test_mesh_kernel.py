@@ -75,8 +75,14 @@ def _query_points(v, t, rng):
     both ways)."""
     lo, hi = v.min(axis=0), v.max(axis=0)
     box = rng.uniform(lo - 0.3 * (hi - lo), hi + 0.3 * (hi - lo), size=(300, 3))
-    scale = lambda n: 10.0 ** rng.uniform(-6, -2, size=(n, 1))  # noqa: E731
-    direction = lambda n: rng.normal(size=(n, 3)) / np.linalg.norm(rng.normal(size=(n, 3)), axis=1, keepdims=True)  # noqa: E731,E501
+
+    def scale(n):
+        return 10.0 ** rng.uniform(-6, -2, size=(n, 1))
+
+    def direction(n):
+        d = rng.normal(size=(n, 3))
+        return d / np.linalg.norm(d, axis=1, keepdims=True)
+
     near_vertex = v[rng.integers(0, v.shape[0], 150)] + scale(150) * direction(150)
     tri = t[rng.integers(0, t.shape[0], 150)]
     s = rng.uniform(size=(150, 1))
@@ -128,6 +134,11 @@ def test_mesh_sdf_kernel_equals_the_numpy_mesh_distance(mesh):
     np.testing.assert_array_equal(phi_only, phi)
     assert not zero.any()
     assert np.all(np.abs(np.linalg.norm(grad, axis=1) - 1.0) < 1e-12)
+    # On the surface (the vertices themselves): phi = 0 whatever the sign, G the first closest triangle's normal.
+    on = kernel_array(v)
+    phi, grad = _kernel_sdf(on, values, t.shape[0], True)
+    assert np.all(phi == 0.0)
+    np.testing.assert_array_equal(grad, collider.evaluate(on).grad)
 
 
 @pytest.mark.parametrize("mesh", sorted(MESHES))
@@ -141,7 +152,8 @@ def test_mesh_sdf_gradient_is_the_finite_difference_of_its_distance(mesh):
     rng = np.random.default_rng(10 + sorted(MESHES).index(mesh))
     points = _query_points(v, t, rng)
     h = 1e-6
-    stencil = np.concatenate([points[None], points[None] + h * np.eye(3)[:, None], points[None] - h * np.eye(3)[:, None]])
+    offsets = h * np.eye(3)[:, None]
+    stencil = np.concatenate([points[None], points[None] + offsets, points[None] - offsets])
     flat = stencil.reshape(-1, 3)
     ref = signed_distance_to_mesh(flat, v, t)
     same = ((ref.triangle.reshape(7, -1) == ref.triangle.reshape(7, -1)[0]).all(axis=0)
