@@ -334,3 +334,24 @@ def test_an_unpickled_potential_calls_this_processs_mesh_kernel():
     got = copy.evaluate(ctx, com, rot, True)
     assert got.energy[0] > 0
     np.testing.assert_array_equal(got.gradient, expected.gradient)
+
+
+def test_a_mesh_scene_on_worker_threads_gives_the_serial_bits(monkeypatch):
+    """The mesh kernel called by address from newton_stage on 2 threads (its scratch is each slice's own)."""
+    monkeypatch.setattr(pipeline, "COMPILED_NEWTON", True)
+
+    def run():
+        scene, _ = _mesh_scene(5)
+        for _ in range(8):
+            scene.step(0.01)
+        assert scene.solver_path() == "compiled (fused step)"
+        return scene._state.current.com_position.copy(), scene._state.current.rotation.copy()
+
+    serial = run()
+    try:
+        mochi.initialize(num_worker_threads=2)
+        threaded = run()
+    finally:
+        mochi.shutdown()
+    np.testing.assert_array_equal(threaded[0], serial[0])
+    np.testing.assert_array_equal(threaded[1], serial[1])
