@@ -12,8 +12,9 @@ against every triangle of its mesh, brute force, O(triangles) per sample, alloca
   two winding numbers differ by round-off: with t_i = 2 atan2(...) in [-2 pi, 2 pi] and u = 2^-53,
       |w_kernel - w_numpy| <= (gamma(T - 1) + gamma(T - 1) + 8 u) sum_i |t_i| / (4 pi),  gamma(k) = k u / (1 - k u)
   (each summation's error bound, gamma(T - 1) sum |t_i| for both orders, plus 4 ulp per atan2 for a numpy built
-  with a vector atan2). The sign, hence phi and G, can differ only where |w - 1/2| is within that bound, i.e. for
-  points on the surface to ~1e-13 of the mesh's size (tests/test_mesh_kernel.py checks the bound per point).
+  with a vector atan2). Off the surface w is 0 or 1 up to round-off (a closed surface subtends 0 or 4 pi), so the
+  sign, hence phi and G, can differ only for points on the surface to round-off, where |w - 1/2| falls within that
+  bound (at most 1.7e-13 at the test points, tests/test_mesh_kernel.py, which checks it per point).
 
 The mesh is packed into the contact kernels' float table (`ContactColliderArrays.grid_values`, after the grids'
 values): ``MESH_ROW`` floats per triangle, its corners A, B, C and its unit outward face normal (the collider's
