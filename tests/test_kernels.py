@@ -208,7 +208,7 @@ def test_rotation_log_kernels_equal_numpy_on_small_mid_and_near_pi_angles():
 
 
 def _contact_cases():
-    from superdex_gym.sim.contact.colliders import BoxCollider, PlaneCollider, SphereCollider
+    from superdex_gym.sim.contact.colliders import BoxCollider, MeshCollider, PlaneCollider, SphereCollider
 
     from superdex_gym.sim.contact.grid_sdf import build_grid_sdf
     from helpers import box_arrays
@@ -221,10 +221,11 @@ def _contact_cases():
         "sphere": (SphereCollider([0.0, 0.0, 0.0], 1.0), -1.0),
         "box": (BoxCollider([0.0, 0.0, 0.0], [1.0, 0.3, 1.0]), -0.3),
         "rotated box": (BoxCollider([0.05, 0.0, -0.02], [0.2, 0.3, 0.25], turned), -0.3),
+        "mesh": (MeshCollider(*box_arrays([1.0, 0.3, 1.0])), -0.3),
     }
 
 
-@pytest.mark.parametrize("collider", ["plane", "sphere", "box", "rotated box", "grid"])
+@pytest.mark.parametrize("collider", ["plane", "sphere", "box", "rotated box", "grid", "mesh"])
 @pytest.mark.parametrize("static_collider", [True, False], ids=["static", "dynamic"])
 @pytest.mark.parametrize("mode", ["default", "implicit load", "explicit normals", "explicit, no fade", "no fade", "cinf",
                                   "exact coulomb", "frictionless"])
@@ -340,9 +341,16 @@ def test_contact_configurations_outside_the_kernel_take_the_numpy_path_by_constr
     explicit = ContactEvalConfig(explicit_normals=True)  # the reference's option: in the kernel since 2026-12-05
     assert two_body_setup(ground_colliders()["plane"], FRICTION, True, rng, config=explicit)[0].uses_kernel
     mesh = ground_colliders()["mesh"]
-    assert not two_body_setup(mesh, FRICTION, True, rng, config=ContactEvalConfig())[0].uses_kernel
+    assert two_body_setup(mesh, FRICTION, True, rng, config=ContactEvalConfig())[0].uses_kernel
+    assert not two_body_setup(mesh, FRICTION, True, rng, config=EXACT)[0].uses_kernel
     grid = ground_colliders()["sdf"]
     assert two_body_setup(grid, FRICTION, True, rng, config=ContactEvalConfig())[0].uses_kernel
+
+    class UserField(type(mesh[0])):  # a user field: any other type, a subclass of a kernel collider's too
+        pass
+
+    user = (UserField(mesh[0].vertices, mesh[0].triangles), mesh[1])
+    assert not two_body_setup(user, FRICTION, True, rng, config=ContactEvalConfig())[0].uses_kernel
 
 
 @pytest.mark.parametrize("collider", ["plane", "sphere", "box", "rotated box", "grid"])
@@ -430,7 +438,7 @@ def test_contact_rows_broad_phase_reference_skips_only_pairs_out_of_reach(collid
     assert skipped >= 1  # the far world's pair, after the small move
 
 
-@pytest.mark.parametrize("collider", ["plane", "sphere", "box", "rotated box", "grid"])
+@pytest.mark.parametrize("collider", ["plane", "sphere", "box", "rotated box", "grid", "mesh"])
 @pytest.mark.parametrize("static_collider", [True, False], ids=["static", "dynamic"])
 def test_contact_kernel_with_explicit_normals_is_an_exact_potential(collider, static_collider):
     """With explicit normals the contact is an exact incremental potential (stage-start normals, load and friction

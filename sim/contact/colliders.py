@@ -318,8 +318,12 @@ class MeshCollider:
     """Exact signed distance to a closed triangle mesh (ColliderType.MESH; experimental and O(points x faces)).
 
     G is the unit vector from the closest surface point (sign-corrected); on the surface itself, the closest
-    face's outward normal. Hessian: 0 on face regions, s (I - n n^T)/|d| on vertex regions and
-    s (I - n n^T - e e^T)/|d| on edge regions (e the edge direction, s the sign).
+    face's outward normal (``face_normals`` (F, 3)). Hessian: 0 on face regions, s (I - n n^T)/|d| on vertex
+    regions and s (I - n n^T - e e^T)/|d| on edge regions (e the edge direction, s the sign).
+
+    The contact kernels evaluate it too (kind MESH, sim/kernels/mesh.py: the same closest points and distances,
+    the winding number summed in another order) for the default evaluation modes; ``exact_geometric_hessian``,
+    which needs this Hessian, stays on numpy.
     """
 
     def __init__(self, vertices, triangles):
@@ -328,7 +332,7 @@ class MeshCollider:
         self.bound = SdfBound(is_halfspace=False, vector=0.5 * (lo + hi), scalar=float(0.5 * np.linalg.norm(hi - lo)))
         corners = self.vertices[self.triangles]
         normals = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
-        self._face_normals = normals / np.maximum(np.linalg.norm(normals, axis=1, keepdims=True), 1e-300)
+        self.face_normals = normals / np.maximum(np.linalg.norm(normals, axis=1, keepdims=True), 1e-300)
 
     def translated(self, offset) -> "MeshCollider":
         return MeshCollider(self.vertices + np.asarray(offset, dtype=float), self.triangles)
@@ -342,7 +346,7 @@ class MeshCollider:
         on_surface = dist <= 1e-12
         safe = np.where(on_surface, 1.0, dist)
         unit = (flat - res.closest_point) / safe[:, None]
-        grad = np.where(on_surface[:, None], self._face_normals[res.triangle], sgn[:, None] * unit)
+        grad = np.where(on_surface[:, None], self.face_normals[res.triangle], sgn[:, None] * unit)
         hess = None
         if want_hessian:
             eye = np.broadcast_to(np.eye(3), (flat.shape[0], 3, 3))

@@ -51,10 +51,11 @@ import numpy as np
 from ..jit import kernel_array
 from ..kernels import contact as contact_kernels
 from ..kernels.depth import contact_depth
+from ..kernels.mesh import mesh_sdf_address, pack_mesh
 from ..potentials.base import Coupling, Potential, PotentialTerms, StageContext
 from .params import ContactEvalConfig, ContactParams
-from .colliders import BoxCollider, PlaneCollider, SphereCollider, box_sdf_components, plane_sdf_components
-from .colliders import sphere_sdf_components
+from .colliders import BoxCollider, MeshCollider, PlaneCollider, SphereCollider, box_sdf_components
+from .colliders import plane_sdf_components, sphere_sdf_components
 from .grid_sdf import GridSdfCollider
 from .friction import alignment_gate_from_cosine, dissipation_energy_components, dissipation_normal_components
 from .penalty import PenaltyScalar, penalty_energy_components, penalty_scalar
@@ -183,12 +184,12 @@ def _collider_kind(collider) -> int:
 
 
 def _kernel_kind(collider) -> int:
-    """The contact kernel's code for a collider (exact types), -1 for those it does not evaluate (exact mesh
-    distance, user fields)."""
+    """The contact kernel's code for a collider (exact types: a subclass may override evaluate()), -1 for those it
+    does not evaluate (user fields)."""
     kind = _collider_kind(collider)
     if kind != _GENERIC:
         return kind
-    return contact_kernels.GRID if type(collider) is GridSdfCollider else -1
+    return {GridSdfCollider: contact_kernels.GRID, MeshCollider: contact_kernels.MESH}.get(type(collider), -1)
 
 
 class ContactPotential(Potential):
@@ -383,20 +384,31 @@ class ContactPotential(Potential):
 
     def _init_kernel_arrays(self) -> None:
         """The frozen arrays of the contact kernel (sim/kernels/contact.py) and whether this potential's
-        configuration is in its scope: analytic and grid-SDF colliders, every dissipation load mode (explicit normals
-        included), Gauss-Newton Hessian. Other configurations (exact mesh distance, user fields, the exact geometric
-        Hessian of the FD tests) evaluate with numpy (`evaluate_numpy`), decided here once."""
+        configuration is in its scope: analytic, grid-SDF and exact mesh colliders, every dissipation load mode
+        (explicit normals included), Gauss-Newton Hessian. Other configurations (user fields, the exact geometric
+        Hessian of the FD tests) evaluate with numpy (`evaluate_numpy`), decided here once. The grids' values and the
+        meshes' triangles share one float table (`ContactColliderArrays`: each collider's start in grid_start, a
+        mesh's triangle count in grid_dims[:, 0])."""
         cfg = self.config
         kernel_kind = np.array([_kernel_kind(c) for c in self._colliders], dtype=np.int64).reshape(-1)
         self.uses_kernel = bool(not cfg.exact_geometric_hessian and np.all(kernel_kind >= 0))
         if not self.uses_kernel:
             return
         grids = [c if kernel_kind[i] == contact_kernels.GRID else None for i, c in enumerate(self._colliders)]
-        sizes = [0 if g is None else g.values.size for g in grids]
-        grid_start = np.cumsum([0] + sizes[:-1]).astype(np.int64)
+        tables, grid_start, offset = [np.zeros(0)], np.zeros(len(self._colliders), dtype=np.int64), 0
+        for code in (contact_kernels.GRID, contact_kernels.MESH):  # the grids' values, then the meshes' triangles
+            for i in np.flatnonzero(kernel_kind == code):
+                col = self._colliders[i]
+                table = col.values.ravel() if code == contact_kernels.GRID else pack_mesh(
+                    col.vertices, col.triangles, col.face_normals)
+                grid_start[i], offset = offset, offset + table.size
+                tables.append(table)
 
         def per_grid(attr, default):
             return np.array([default if g is None else getattr(g, attr) for g in grids], dtype=np.float64).reshape(-1, 3)
+        grid_dims = per_grid("dims", (2, 2, 2)).astype(np.int64)
+        for i in np.flatnonzero(kernel_kind == contact_kernels.MESH):  # triangle count, then the kernel's address
+            grid_dims[i] = (self._colliders[i].triangles.shape[0], mesh_sdf_address(), 0)
         ka = kernel_array
         self._kernel_samples = contact_kernels.ContactSampleArrays(
             points=ka(self._pts), normals=ka(self._nrm), weights=ka(self._wts), start=ka(self._start, np.int64),
@@ -413,10 +425,17 @@ class ContactPotential(Potential):
             kind=kernel_kind, center=ka(self._c_center.T), half_extents=ka(self._c_box_half.T),
             rotation=ka(np.moveaxis(self._c_rot, 2, 0)), radius=ka(self._c_radius), normal=ka(self._c_normal.T),
             offset=ka(self._c_offset),
-            grid_values=ka(np.concatenate([np.zeros(0)] + [g.values.ravel() for g in grids if g is not None])),
-            grid_start=grid_start, grid_dims=per_grid("dims", (2, 2, 2)).astype(np.int64),
+            grid_values=ka(np.concatenate(tables)), grid_start=grid_start, grid_dims=grid_dims,
             grid_min=per_grid("bounds_min", (0.0, 0.0, 0.0)), grid_max=per_grid("bounds_max", (1.0, 1.0, 1.0)),
             grid_cell=per_grid("cell_m", (1.0, 1.0, 1.0)))
+
+    def __setstate__(self, state):
+        """Unpickled (another process): the mesh kernel's address is this process's (`mesh.mesh_sdf_address`)."""
+        self.__dict__.update(state)
+        colliders = self.__dict__.get("_kernel_colliders")
+        if colliders is not None:
+            for i in np.flatnonzero(colliders.kind == contact_kernels.MESH):
+                colliders.grid_dims[i, 1] = mesh_sdf_address()
 
     # -- public API --------------------------------------------------------------------------------------------
 

@@ -2,9 +2,9 @@
 penalty, dissipation and rigid assembly, looping worlds x pairs x samples (sim/contact/potential.py,
 penalty.py, friction.py and rigid_assembly.py hold the formulas and the numpy oracle, `ContactPotential._rows`).
 
-Scope: the analytic colliders and trilinear grid SDFs, every dissipation load mode (LOAD_*, explicit normals
-included) and the Gauss-Newton Hessian (``exact_geometric_hessian=False``); the potential decides at
-construction which path a configuration takes (`ContactPotential.uses_kernel`). Per row (a sample of the
+Scope: the analytic colliders, trilinear grid SDFs and exact triangle meshes, every dissipation load mode (LOAD_*,
+explicit normals included) and the Gauss-Newton Hessian (``exact_geometric_hessian=False``); the potential decides
+at construction which path a configuration takes (`ContactPotential.uses_kernel`). Per row (a sample of the
 colliding body A against the collider of body B, collider frame Y = R_B^T (c_A + R_A X - c_B)):
 
     E = w [ k/2 h(-phi)^2 + lam_d (mu f(|dp_t|) + c_t/(2 dt) |dp_t|^2 + c_n/(2 dt) dp_n^2) ],  dp = Y - Y0
@@ -22,8 +22,9 @@ import numpy as np
 
 from ..jit import inner_kernel, kernel
 from .contact_geometry import (  # noqa: F401  (the collider kinds: potential.py reads them here)
-    _CP_SIZE, _RP_SIZE, BOX, GRID, PLANE, REACH_OFF, REACH_RECORD, REACH_USE, SPHERE, _body_moves, _collider_params,
-    _out_of_reach_since, _pair_frame, _pair_gap, _record_bodies, _record_pair, _sample_in_frame, _sdf_of)
+    _CP_SIZE, _RP_SIZE, BOX, GRID, MESH, PLANE, REACH_OFF, REACH_RECORD, REACH_USE, SPHERE, _body_moves,
+    _collider_params, _out_of_reach_since, _pair_frame, _pair_gap, _record_bodies, _record_pair, _sample_in_frame,
+    _sdf_of)
 from .cube import pow_cube
 
 C1_REGULARIZED, CINF_REGULARIZED = 0, 1
@@ -53,7 +54,10 @@ ContactPairArrays = namedtuple(
     "colliding collider collider_index k eps delta mu c_t c_n falloff_vel max_alignment use_collider_normal "
     "dissipative reach sphere_center sphere_radius bound_is_half bound_vector bound_scalar slot flip")
 # Grid SDFs: every grid's values flattened (C order, z fastest) into grid_values from grid_start; per collider
-# grid_dims (C, 3), grid_min / grid_max / grid_cell (C, 3) [m].
+# grid_dims (C, 3), grid_min / grid_max / grid_cell (C, 3) [m]. Exact meshes (kind MESH) share the float table:
+# after the grids' values, every mesh's triangles (kernels/mesh.py `pack_mesh`, MESH_ROW floats each) from its
+# grid_start, its triangle count in grid_dims[:, 0]. Shared rather than new fields: the compiled Newton passes these
+# arrays through newton_stage's argument list and its by-address signatures (kernels/newton.py _CONTACT_MODEL).
 ContactColliderArrays = namedtuple(
     "ContactColliderArrays",
     "kind center half_extents rotation radius normal offset grid_values grid_start grid_dims grid_min grid_max "

@@ -1,7 +1,7 @@
 """The contact kernels' geometry: the broad phase of a (world, pair), a sample in the collider's frame, and the
-collider SDFs (plane, sphere, box, trilinear grid) with their gradients, as NRT-free helpers on scalars and whole
-arrays (sim/kernels/contact.py and depth.py call them per pair and per sample; sim/contact/colliders.py and
-grid_sdf.py hold the formulas and the numpy oracles).
+collider SDFs (plane, sphere, box, trilinear grid, exact triangle mesh in sim/kernels/mesh.py) with their gradients,
+as NRT-free helpers on scalars and whole arrays (sim/kernels/contact.py and depth.py call them per pair and per
+sample; sim/contact/colliders.py, grid_sdf.py and mesh_distance.py hold the formulas and the numpy oracles).
 
 No array views and no scratch array per pair or sample, and no NRT: each view, or array argument of a helper
 compiled with NRT, costs reference-count updates (atomic increments and decrements), which took a third of the
@@ -19,8 +19,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import inner_kernel
+from .mesh import MESH, call_mesh_sdf
 
-PLANE, SPHERE, BOX, GRID = 0, 1, 2, 3  # collider kinds
+PLANE, SPHERE, BOX, GRID = 0, 1, 2, 3  # collider kinds, with MESH = 4 (kernels/mesh.py)
 
 
 @inner_kernel(_nrt=False, inline="always")
@@ -35,7 +36,9 @@ def _grid_axis(y, lo, hi, cell, n):
 # A pair's collider parameters, gathered once per pair into a vector (`_collider_params`) so that the per-sample
 # SDF is passed two arrays instead of the thirteen collider arrays (each array argument is several machine words).
 # PLANE: normal, offset; SPHERE: center, radius; BOX: center, rotation (row-major), half extents; GRID: grid_min,
-# grid_max, grid_cell, grid_dims, grid_start (integers, exact as float64).
+# grid_max, grid_cell, grid_dims, grid_start (integers, exact as float64); MESH: its start in the float table, its
+# triangle count and `mesh.mesh_sdf`'s address (grid_start, grid_dims[:2]: ContactColliderArrays), then scratch for
+# mesh_sdf's results (cp[3:7]).
 _CP_SIZE = 15
 
 
@@ -50,6 +53,10 @@ def _collider_params(cl, kind, c_normal, c_offset, c_center, c_radius, c_rotatio
             cp[6 + i] = c_grid_cell[cl, i]
             cp[9 + i] = c_grid_dims[cl, i]
         cp[12] = c_grid_start[cl]
+    elif kind == MESH:
+        cp[0] = c_grid_start[cl]
+        cp[1] = c_grid_dims[cl, 0]
+        cp[2] = c_grid_dims[cl, 1]
     elif kind == PLANE:
         for i in range(3):
             cp[i] = c_normal[cl, i]
@@ -104,9 +111,17 @@ def _grid_sdf(y0, y1, y2, v, cp, want_grad):
 @inner_kernel(_nrt=False, inline="always")
 def _sdf_of(kind, y0, y1, y2, want_grad, cp, g_values):
     """(phi, dphi/dy) of a collider at the collider-frame point (y0, y1, y2) as four scalars (the gradient raw,
-    not normalized, and zero unless asked); cp its parameters (`_collider_params`), g_values every grid's values."""
+    not normalized, and zero unless asked); cp its parameters (`_collider_params`), g_values every grid's values and
+    every mesh's triangles. A mesh's distance is a loop over its triangles, called by address (kernels/mesh.py)."""
     if kind == GRID:
         return _grid_sdf(y0, y1, y2, g_values, cp, want_grad)
+    if kind == MESH:
+        address = np.int64(cp[2])
+        if address == 0:  # never written (`ContactPotential` writes it): no call to address 0
+            return np.nan, 0.0, 0.0, 0.0
+        call_mesh_sdf(address, y0, y1, y2, want_grad != 0, g_values, np.int64(cp[0]), np.int64(cp[1]), cp,
+                      np.int64(3))
+        return cp[3], cp[4], cp[5], cp[6]
     if kind == PLANE:
         n0, n1, n2 = cp[0], cp[1], cp[2]
         phi = (y0 * n0 + y1 * n1) + y2 * n2 - cp[3]
@@ -153,8 +168,9 @@ def _sdf_of(kind, y0, y1, y2, want_grad, cp, g_values):
 def _pair_gap(com, rot, w, a, b, p, cl, kind, p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector,
               p_bound_scalar, c_center, c_rotation, c_half_extents, want_distance):
     """Broad phase of pair p in world w: (gap, distance), the gap between the colliding body's sample sphere,
-    centred in B's frame at y, and the collider's bound (the exact SDF for boxes), and |y| (with want_distance,
-    else 0). The pair is in reach when gap <= reach (`_pair_in_reach`). Indexed element by element, without array
+    centred in B's frame at y, and the collider's bound (the exact SDF for boxes; for a mesh the bounding sphere of
+    its AABB, `MeshCollider.bound`, as in numpy's broad phase), and |y| (with want_distance, else 0). The pair is in
+    reach when gap <= reach (`_pair_in_reach`). Indexed element by element, without array
     views: every (world, pair) passes here, and a view's reference counting cost ~0.7 us per pair, most of a
     world's contact time when few pairs touch."""
     sc0, sc1, sc2 = p_sphere_center[p, 0], p_sphere_center[p, 1], p_sphere_center[p, 2]
@@ -290,13 +306,13 @@ def _pair_frame(com, rot, w, a, b, frame, at=0):
 @inner_kernel(_nrt=False, inline="always")
 def _sample_in_frame(points, s, frame, kind, p, p_bound_vector, p_bound_scalar, p_reach, at=0):
     """Sample s of the colliding body in the collider's frame, Y = M X + t (`_pair_frame`'s rows from ``at``; the
-    oracle's grouping): (kept, y0, y1, y2), kept False when a grid collider's bounding sphere culls it, as the
-    numpy broad phase does."""
+    oracle's grouping): (kept, y0, y1, y2), kept False when a grid or mesh collider's bounding sphere culls it, as
+    the numpy broad phase does for both (its GENERIC colliders)."""
     xs0, xs1, xs2 = points[s, 0], points[s, 1], points[s, 2]
     y0 = ((frame[at, 0] * xs0 + frame[at, 2] * xs2) + frame[at, 1] * xs1) + frame[at + 3, 0]
     y1 = ((frame[at + 1, 0] * xs0 + frame[at + 1, 2] * xs2) + frame[at + 1, 1] * xs1) + frame[at + 3, 1]
     y2 = ((frame[at + 2, 0] * xs0 + frame[at + 2, 2] * xs2) + frame[at + 2, 1] * xs1) + frame[at + 3, 2]
-    if kind == GRID:
+    if kind == GRID or kind == MESH:
         d0, d1, d2 = y0 - p_bound_vector[p, 0], y1 - p_bound_vector[p, 1], y2 - p_bound_vector[p, 2]
         return np.sqrt((d0 * d0 + d1 * d1) + d2 * d2) - p_bound_scalar[p] <= p_reach[p], y0, y1, y2
     return True, y0, y1, y2

@@ -1,5 +1,6 @@
 """Each body's deepest contact sample at a pose, as one kernel (`ContactPotential.penetration_depth`, the numpy
-oracle): the contact kernels' broad phase and collider SDFs (sim/kernels/contact_geometry.py), distances only.
+oracle): the contact kernels' broad phase and collider SDFs (sim/kernels/contact_geometry.py; an exact mesh's by
+address, sim/kernels/mesh.py), distances only.
 
 The Newton start ``CONSTANT_VELOCITY_AND_TARGETS_OUTSIDE`` asks it once per stage (twice where a body goes deep),
 which in numpy cost as much as a third of a grasping step.

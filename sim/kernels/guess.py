@@ -26,7 +26,8 @@ def outside_guess(
         margin, stage_dt, is_static,
         # the latest solution (y_n, then the previous stage) and Newton's start (guess_r is rewritten in place)
         latest_c, latest_r, latest_v, latest_w, guess_c, guess_r,
-        # the contact potential's kernel arrays (`ContactPotential.penetration_depth`'s)
+        # the contact potential's kernel arrays (`ContactPotential.penetration_depth`'s; any collider kind,
+        # contact_geometry's, a mesh's distance by address)
         s_points, s_start, s_count, p_colliding, p_collider, p_collider_index, p_eps, p_delta, p_reach,
         p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector, p_bound_scalar, c_kind, c_center,
         c_half_extents, c_rotation, c_radius, c_normal, c_offset, c_grid_values, c_grid_start, c_grid_dims,
