@@ -1,5 +1,6 @@
-"""The stage Newton solve as one kernel: every world's whole Newton loop (potentials, PSD-projected Hessian blocks,
-the small dense solve, line search, stopping tests, best iterate on stop) in one call per stage.
+"""The stage Newton solve as one kernel: every world's whole Newton loop (potentials, PSD-projected Hessian blocks
+in each psd_proj_mode, the IF_FAIL modes' retry included, the small dense solve, line search, stopping tests, best
+iterate on stop) in one call per stage.
 
 sim/newton.py (`_NewtonRun`) is the numpy formulation and the oracle; this kernel follows it step by step for
 one world at a time, so a world's result never depends on the others in the batch (stepped together == alone,
