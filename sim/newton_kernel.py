@@ -186,7 +186,15 @@ def _target_pivot_inputs(cs, stage_dt: float, com0, rot0, world_rows):
 
 
 def _no_target_pivots(num_worlds):
-    return (_empty((0,), np.int64), _empty((0, 3)), _empty((1, 0, 3)), _empty((num_worlds, 0, 3)), _empty((3, 0)))
+    """newton_stage's RigidPivotToRigidTarget arrays of a stage without the set (shared, never written)."""
+    args = _NO_TARGET_PIVOTS.get(num_worlds)
+    if args is None:
+        args = _NO_TARGET_PIVOTS[num_worlds] = (_empty((0,), np.int64), _empty((0, 3)), _empty((1, 0, 3)),
+                                                _empty((num_worlds, 0, 3)), _empty((3, 0)))
+    return args
+
+
+_NO_TARGET_PIVOTS: dict = {}
 
 
 def _joint_pack(joint_sets, stage_dt: float, com0, rot0, world_rows):

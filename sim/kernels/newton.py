@@ -611,24 +611,30 @@ def newton_stage(
                 joint_set = 0
                 for step in range(set_order.shape[0]):  # each set as ConstraintSet._evaluate_kernel
                     kind = set_order[step]
-                    if kind == SET_POINT_PIVOTS and pp_count:
-                        _call_point_pivot_values(addresses[_POINT_PIVOTS], c_try, r_try, pp_actors, rows, pp_arm,
-                                                 pp_target, hessian, pp_g, pp_jac)
-                        _call_one_actor_compliance(addresses[_COMPLIANCE], pp_g, pp_gold if pp_damped else pp_g,
-                                                   pp_jac, pp_actors, pp_stiffness, pp_damp, pp_saturation, pp_damped,
-                                                   hessian, e_one, g_one, h_one)
+                    if kind == SET_POINT_PIVOTS or kind == SET_TARGET_PIVOTS:
+                        # The two point-pivot kinds share their call sites (each site costs newton_stage's compile).
+                        if kind == SET_POINT_PIVOTS:
+                            s_actors, s_arm, s_target, s_g, s_jac, s_gold = pp_actors, pp_arm, pp_target, pp_g, \
+                                pp_jac, pp_gold
+                            s_stiffness, s_damp, s_saturation, s_damped = pp_stiffness, pp_damp, pp_saturation, \
+                                pp_damped
+                        else:
+                            s_actors, s_arm, s_target, s_g, s_jac, s_gold = pt_actors, pt_arm, pt_point, pt_g, \
+                                pt_jac, pt_gold
+                            s_stiffness, s_damp, s_saturation, s_damped = pt_params[0], pt_params[1], pt_params[2], \
+                                pt_damped
+                        if s_actors.shape[0]:
+                            _call_point_pivot_values(addresses[_POINT_PIVOTS], c_try, r_try, s_actors, rows, s_arm,
+                                                     s_target, hessian, s_g, s_jac)
+                            _call_one_actor_compliance(addresses[_COMPLIANCE], s_g, s_gold if s_damped else s_g,
+                                                       s_jac, s_actors, s_stiffness, s_damp, s_saturation, s_damped,
+                                                       hessian, e_one, g_one, h_one)
                     elif kind == SET_ROTATION_PIVOTS and pr_count:
                         _call_rotation_pivot_values(addresses[_ROTATION_PIVOTS], r_try, pr_actors, rows,
                                                     pr_local_rotation, pr_target, hessian, pr_g, pr_jac, pivot_work)
                         _call_one_actor_compliance(addresses[_COMPLIANCE], pr_g, pr_gold if pr_damped else pr_g,
                                                    pr_jac, pr_actors, pr_stiffness, pr_damp, pr_saturation, pr_damped,
                                                    hessian, e_one, g_one, h_one)
-                    elif kind == SET_TARGET_PIVOTS and pt_count:
-                        _call_point_pivot_values(addresses[_POINT_PIVOTS], c_try, r_try, pt_actors, rows, pt_arm,
-                                                 pt_point, hessian, pt_g, pt_jac)
-                        _call_one_actor_compliance(addresses[_COMPLIANCE], pt_g, pt_gold if pt_damped else pt_g,
-                                                   pt_jac, pt_actors, pt_params[0], pt_params[1], pt_params[2],
-                                                   pt_damped, hessian, e_one, g_one, h_one)
                     elif SET_SPHERICAL <= kind <= SET_TRACKING:
                         _call_joint_set(addresses[_JOINT_SETS], joint_set, c_try, r_try, rows, hessian, joint_floats,
                                         joint_ints, joint_gold, joint_work, e_one, g_one, h_one)
