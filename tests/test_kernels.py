@@ -160,9 +160,9 @@ def test_pivot_kernels_equal_numpy_oracle(kind, saturation, damping, want_hessia
         if kind == "pivot_position":
             cs.set_target_position(i, cs.target_position(i) + sc.rng.normal(scale=0.05, size=(cs.num_worlds, 3)))
         elif kind == "pivot_to_rigid_target":
-            cs.set_target_transform(i, lie.exp_so3(sc.rng.normal(scale=0.05, size=(cs.num_worlds, 3)))
-                                    @ cs._targets["rotation"][:, i],
-                                    cs._targets["translation"][:, i] + sc.rng.normal(scale=0.05, size=(cs.num_worlds, 3)))
+            turn = lie.exp_so3(sc.rng.normal(scale=0.05, size=(cs.num_worlds, 3)))
+            shift = sc.rng.normal(scale=0.05, size=(cs.num_worlds, 3))
+            cs.set_target_transform(i, turn @ cs._targets["rotation"][:, i], cs._targets["translation"][:, i] + shift)
         else:
             cs.set_target_rotation(i, lie.exp_so3(sc.rng.normal(scale=0.05, size=(cs.num_worlds, 3)))
                                    @ cs._targets["rotation"][:, i])

@@ -327,7 +327,8 @@ _BY_ADDRESS = (  # (kernel, signature), in the order of callee_addresses
  _POINT_PIVOTS, _ROTATION_PIVOTS, _COMPLIANCE, _DIRECTION, _JOINT_SETS) = range(len(_BY_ADDRESS))
 # The constraint set kinds of newton_stage's ``set_order`` (the constraint system's order of its non-empty sets).
 # (The joint kinds' codes are fixed in kernels/joints.py; RigidPivotToRigidTarget came later, hence its 6.)
-SET_POINT_PIVOTS, SET_ROTATION_PIVOTS, SET_SPHERICAL, SET_PRISMATIC, SET_RANGE, SET_TRACKING, SET_TARGET_PIVOTS = range(7)
+(SET_POINT_PIVOTS, SET_ROTATION_PIVOTS, SET_SPHERICAL, SET_PRISMATIC, SET_RANGE, SET_TRACKING,
+ SET_TARGET_PIVOTS) = range(7)
 JOINT_KINDS = {"RigidSphericalJoint": SET_SPHERICAL, "RigidPrismaticJoint": SET_PRISMATIC,
                "JointRotationRange": SET_RANGE, "JointRotationTracking": SET_TRACKING}
 _addresses = np.zeros(len(_BY_ADDRESS), dtype=np.int64)  # 0 until a stage first needs the kernel
