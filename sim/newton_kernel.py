@@ -29,7 +29,9 @@ _LS_CODE = {LineSearchType.NONE: newton_kernels.LS_NONE, LineSearchType.SIMPLE: 
 _FRICTION_CODE = None  # filled lazily from contact.potential (import order)
 # The constraint types the compiled Newton evaluates (Gauss-Newton Hessian), with their newton_stage set kinds.
 _SET_KINDS = {"RigidPivotPosition": newton_kernels.SET_POINT_PIVOTS,
-              "RigidPivotRotation": newton_kernels.SET_ROTATION_PIVOTS, **newton_kernels.JOINT_KINDS}
+              "RigidPivotRotation": newton_kernels.SET_ROTATION_PIVOTS,
+              "RigidPivotToRigidTarget": newton_kernels.SET_TARGET_PIVOTS, **newton_kernels.JOINT_KINDS}
+_JOINT_CODES = frozenset(newton_kernels.JOINT_KINDS.values())
 
 
 def run_world_slices(stage, num_worlds: int) -> None:
@@ -73,8 +75,6 @@ def plan(potentials, params: NonLinearSolverParams):
     from .constraint_system import ConstraintSystem
     from .contact_system import ContactSystem
 
-    if params.psd_proj_mode not in (PsdProjMode.ALWAYS, PsdProjMode.NEVER):
-        return f"psd_proj_mode {params.psd_proj_mode.name} (the compiled Newton has ALWAYS and NEVER)"
     if params.line_search_type not in _LS_CODE:
         return f"line_search_type {params.line_search_type.name}"
     if params.max_elapsed_time_seconds > 0:
@@ -91,7 +91,7 @@ def plan(potentials, params: NonLinearSolverParams):
         if type(pot) is ContactSystem and contact is None:
             built = pot.potential()
             if built is not None and not built.uses_kernel:
-                return "the contact potential is outside its kernel's scope (exact mesh collider, user SDF or a test mode)"
+                return "the contact potential is outside its kernel's scope (a user SDF field or exact_geometric_hessian)"
             contact = pot if built is not None else None
             continue
         if type(pot) is ConstraintSystem and constraint_system is None:
@@ -165,6 +165,36 @@ def _with_g_old(cs, value, com0, rot0, world_rows):
         return value
     g_old = cs._values_kernel(com0, rot0, world_rows, cs._old_targets, False)[0]
     return value[:4] + (kernel_array(g_old),) + value[5:]
+
+
+def _target_pivot_inputs(cs, stage_dt: float, com0, rot0, world_rows):
+    """newton_stage's five RigidPivotToRigidTarget arrays: actors (C,), CoM-frame arms (C, 3), the target points
+    t_hat + R_hat x_t (W_set, C, 3) of the current targets (rows by world index), g_old at the stage start
+    (W, C, 3; zeros when undamped, never read) and (3, C) stiffness, damping / dt, saturation. The target points
+    are computed every stage (the setters write the targets in place); g_old from the old targets' points."""
+    dt = float(stage_dt)
+    if not (math.isfinite(dt) and dt > 0.0):
+        raise ValueError(f"stage_dt must be positive and finite, got {stage_dt}")
+    actors, arm_local = cs._kernel_geometry()
+    damp = cs.damping / dt  # as RigidConstraintSet._evaluate_kernel
+    if np.any(damp != 0.0):
+        g_old = kernel_array(cs._values_kernel(com0, rot0, world_rows, cs._old_targets, False)[0])
+    else:
+        g_old = _empty((com0.shape[0], len(cs), 3))
+    return (actors, arm_local, kernel_array(cs._target_points(cs._targets)), g_old,
+            np.stack([cs.stiffness, damp, cs.saturation]))
+
+
+def _no_target_pivots(num_worlds):
+    """newton_stage's RigidPivotToRigidTarget arrays of a stage without the set (shared, never written)."""
+    args = _NO_TARGET_PIVOTS.get(num_worlds)
+    if args is None:
+        args = _NO_TARGET_PIVOTS[num_worlds] = (_empty((0,), np.int64), _empty((0, 3)), _empty((1, 0, 3)),
+                                                _empty((num_worlds, 0, 3)), _empty((3, 0)))
+    return args
+
+
+_NO_TARGET_PIVOTS: dict = {}
 
 
 def _joint_pack(joint_sets, stage_dt: float, com0, rot0, world_rows):
@@ -304,7 +334,7 @@ def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0
     pot = kplan.contact.potential() if kplan.contact is not None else None
     contact_args = _contact_inputs(pot) if pot is not None else _NO_CONTACT
 
-    pp = pr = None
+    pp = pr = pt = None
     joints = []
     order = []
     if kplan.sets:  # the sets' CoM-frame arms follow the model's com_local (a new array after any change)
@@ -313,8 +343,10 @@ def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0
         if len(cs):
             code = _SET_KINDS[kind]
             order.append(code)
-            if code > newton_kernels.SET_ROTATION_PIVOTS:
+            if code in _JOINT_CODES:
                 joints.append((code, cs))
+            elif code == newton_kernels.SET_TARGET_PIVOTS:
+                pt = _target_pivot_inputs(cs, stage_dt, com0, rot0, world_rows)
             elif code == newton_kernels.SET_POINT_PIVOTS:
                 pp = _pivot_inputs(cs, kind, stage_dt, com0, rot0, world_rows)
             else:
@@ -327,6 +359,8 @@ def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0
         pp = _no_pivots("RigidPivotPosition", num_worlds)
     if pr is None:
         pr = _no_pivots("RigidPivotRotation", num_worlds)
+    if pt is None:
+        pt = _no_target_pivots(num_worlds)
     if joints:  # packed; their coupling slots after the contact potential's, one group per set in the set order
         joint_args = _joint_pack(joints, stage_dt, com0, rot0, world_rows)
         slot_a = np.concatenate([contact_args[-2]] + [cs.actors[:, 0] for _, cs in joints])
@@ -352,8 +386,8 @@ def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0
     ls_iterations = np.empty(num_worlds, dtype=np.int64)
     external_force = kernel_array(external_force)
     any_load = bool(np.logical_or.reduce(external_force, axis=None))
-    flags = (any_newton_euler, any_load, has_offset, bool(contact_args[0]), pp[0] > 0, pr[0] > 0,
-             bool(joints))
+    flags = (any_newton_euler, any_load, has_offset, bool(contact_args[0]), pp[0] > 0 or pt[0].shape[0] > 0,
+             pr[0] > 0, bool(joints))
     needed = _NEEDED.get(flags)
     if needed is None:
         needed = _NEEDED[flags] = newton_kernels.needed_callees(*flags)
@@ -365,7 +399,7 @@ def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0
             arrays.rotational_inertia, arrays.inertia, arrays.newton_euler, any_newton_euler, dyn_index,
             stage_dt, com0, rot0, vel0, omega0, sym0, gravity, external_force,
             offset_force, offset_local, has_offset, force_weight, torque_weight, *contact_args,
-            has_constraints, set_order, world_rows, *pp, *pr, *joint_args, slot_groups, *solver_args,
+            has_constraints, set_order, world_rows, *pp, *pr, *pt, *joint_args, slot_groups, *solver_args,
             guess_c, guess_r, out_c, out_r, out_grad, status, iterations, ls_iterations]
 
     def stage(w, addresses):
@@ -402,7 +436,7 @@ def _solver_args(params: NonLinearSolverParams) -> tuple:
         return cached[2]
     args = (
         int(params.max_iter), params.convergence_mode is ConvergenceMode.GLOBAL, float(params.abs_tol),
-        float(params.rel_tol), float(params.rel_step_tol), params.psd_proj_mode is PsdProjMode.ALWAYS,
+        float(params.rel_tol), float(params.rel_step_tol), int(PsdProjMode(params.psd_proj_mode).value),
         bool(params.explosion_control), float(params.abs_div_tol), float(params.rel_div_tol),
         _LS_CODE[params.line_search_type], int(params.line_search_max_iter), float(params.line_search_alpha),
         float(params.line_search_wolfe1), float(params.line_search_max_rel_increase),
@@ -423,10 +457,11 @@ def _per_world_positions(num_contact: int, num_solver: int) -> tuple:
     the outputs."""
     after_contact = 23 + num_contact  # has_constraints
     pivots = after_contact + 3  # the first pivot set's 9 inputs; its g_old is the fifth
-    joints = pivots + 18  # the packed joint sets (floats, ints, g_old), then slot_groups
+    target_pivots = pivots + 18  # RigidPivotToRigidTarget's 5 inputs; its g_old is the fourth
+    joints = target_pivots + 5  # the packed joint sets (floats, ints, g_old), then slot_groups
     outputs = joints + 4 + num_solver
-    return ((11, 12, 13, 14, 15, 16, 17, 18, 22, after_contact + 2, pivots + 4, pivots + 13, joints + 2)
-            + tuple(range(outputs, outputs + 8)))
+    return ((11, 12, 13, 14, 15, 16, 17, 18, 22, after_contact + 2, pivots + 4, pivots + 13, target_pivots + 3,
+             joints + 2) + tuple(range(outputs, outputs + 8)))
 
 
 _NEEDED: dict = {}  # needed_callees per (newton_euler, loads, offset_forces, contact, point, rotation pivots, joints)

@@ -144,7 +144,7 @@ def test_cache_directory_falls_back_to_a_temporary_one_when_nothing_is_writable(
 # --- pivot constraints -------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", ["pivot_position", "pivot_rotation"])
+@pytest.mark.parametrize("kind", ["pivot_position", "pivot_to_rigid_target", "pivot_rotation"])
 @pytest.mark.parametrize("saturation", [-1.0, 1.0])
 @pytest.mark.parametrize("damping", [0.0, 4.0])
 @pytest.mark.parametrize("want_hessian", [False, True])
@@ -159,6 +159,10 @@ def test_pivot_kernels_equal_numpy_oracle(kind, saturation, damping, want_hessia
     for i in range(len(cs)):  # new targets: current != old
         if kind == "pivot_position":
             cs.set_target_position(i, cs.target_position(i) + sc.rng.normal(scale=0.05, size=(cs.num_worlds, 3)))
+        elif kind == "pivot_to_rigid_target":
+            turn = lie.exp_so3(sc.rng.normal(scale=0.05, size=(cs.num_worlds, 3)))
+            shift = sc.rng.normal(scale=0.05, size=(cs.num_worlds, 3))
+            cs.set_target_transform(i, turn @ cs._targets["rotation"][:, i], cs._targets["translation"][:, i] + shift)
         else:
             cs.set_target_rotation(i, lie.exp_so3(sc.rng.normal(scale=0.05, size=(cs.num_worlds, 3)))
                                    @ cs._targets["rotation"][:, i])
@@ -177,6 +181,62 @@ def test_pivot_kernels_equal_numpy_oracle(kind, saturation, damping, want_hessia
     if saturation > 0:  # the fixture puts deviations on both sides of the ramp width
         norms = np.linalg.norm(cs.deviation(sc.pos, sc.rot), axis=-1)
         assert np.any(norms < cs.saturation) and np.any(norms > cs.saturation)
+
+
+@pytest.mark.parametrize("com_frame", [False, True], ids=["local_frame", "com_frame"])
+def test_target_pivot_values_kernel_against_its_numpy_kinematics(com_frame):
+    """RigidPivotToRigidTarget's kernel path: the point pivots' kernel on the target points t_hat + R_hat x_t
+    (`_target_points`, the numpy expression of `_kinematics`). g = c + R r - p: the arm R r is summed in another
+    order than `_kinematics`' einsum, so g differs by round-off of the sum's largest term; measured over 25 seeds
+    of the fixture: at most 3.2 eps of max |g| (2.6 with the CoM-frame target), ~1 entry in 8 not bit-equal; the
+    Jacobian [1, -skew(R r)] within 0.5 eps of its largest entry. Allowed: 8 eps."""
+    from test_constraint_fixtures import build_scenario
+
+    eps = np.finfo(np.float64).eps
+    for seed in range(5):
+        sc = build_scenario("pivot_to_rigid_target", seed=seed, exact_hessian=False)
+        cs = sc.constraints
+        cs.target_transform_is_com_frame = com_frame
+        assert np.abs(cs.com_local).max() > 0  # the two target frames differ
+        rows = np.array([2, 0, 1])  # the worlds in another order: each reads its own targets
+        g, jac = cs._values_kernel(kernel_array(sc.pos[rows]), kernel_array(sc.rot[rows]), rows, cs._targets, True)
+        ref = cs._kinematics(sc.pos[rows], sc.rot[rows], {k: v[rows] for k, v in cs._targets.items()}, {}, True)
+        np.testing.assert_allclose(g, ref.value, rtol=0, atol=8 * eps * np.abs(ref.value).max())
+        np.testing.assert_allclose(jac, ref.jacobian[:, :, 0], rtol=0, atol=8 * eps * np.abs(ref.jacobian).max())
+        assert np.abs(ref.value).max() > 1e-2
+
+
+@pytest.mark.parametrize("com_frame", [False, True], ids=["local_frame", "com_frame"])
+@pytest.mark.parametrize("saturation", [-1.0, 0.05], ids=["quadratic", "saturated"])
+def test_target_pivot_kernel_gradient_matches_fd_of_kernel_energy(com_frame, saturation):
+    """The kernel path's gradient (damped: the fixture's old targets differ from the current ones) against central
+    differences of its own energy (tests/test_constraint_potentials.py's step and tolerance)."""
+    from test_constraint_fixtures import build_scenario
+    from test_constraint_potentials import assert_gradient_is_fd_of_energy
+
+    sc = build_scenario("pivot_to_rigid_target", seed=3, saturation=saturation, exact_hessian=False, damping=4.0)
+    cs = sc.constraints
+    cs.target_transform_is_com_frame = com_frame
+    assert np.abs(cs._old_targets["translation"] - cs._targets["translation"]).max() == 0  # advanced in the fixture
+    cs.set_target_transform(0, cs._targets["rotation"][:, 0], cs._targets["translation"][:, 0] + 0.05)  # moved
+    terms = cs.evaluate(sc.ctx, sc.pos, sc.rot, want_hessian=False)
+    assert np.all(np.abs(terms.gradient).max(axis=(1, 2)) > 0)
+    assert_gradient_is_fd_of_energy(cs, sc.ctx, sc.pos, sc.rot, terms)
+
+
+def test_target_pivot_kernel_worlds_together_equal_each_world_alone():
+    from test_constraint_fixtures import build_scenario, make_ctx
+
+    sc = build_scenario("pivot_to_rigid_target", seed=3, exact_hessian=False, damping=4.0)
+    cs = sc.constraints
+    together = cs.evaluate(sc.ctx, sc.pos, sc.rot, True)
+    for w in range(cs.num_worlds):
+        ctx = make_ctx(sc.pos_start[w:w + 1], sc.rot_start[w:w + 1])
+        ctx.world_index = np.array([w])
+        alone = cs.evaluate(ctx, sc.pos[w:w + 1], sc.rot[w:w + 1], True)
+        np.testing.assert_array_equal(alone.energy[0], together.energy[w])
+        np.testing.assert_array_equal(alone.gradient[0], together.gradient[w])
+        np.testing.assert_array_equal(alone.hessian_diag[0], together.hessian_diag[w])
 
 
 def test_rotation_log_kernels_equal_numpy_on_small_mid_and_near_pi_angles():

@@ -103,9 +103,13 @@ def test_solver_path_names_why_a_scene_stays_on_numpy(compiled_newton):
     scene, _ = _stack(1)
     assert scene.solver_path() == "compiled (fused step)"
     params = scene.get_solver_params()
-    params.non_linear_solver.psd_proj_mode = PsdProjMode.IF_FAIL_RETRY
+    for mode in PsdProjMode:  # every PSD projection mode is compiled (tests/test_newton_modes.py)
+        params.non_linear_solver.psd_proj_mode = mode
+        scene.set_solver_params(params)
+        assert scene.solver_path() == "compiled (fused step)", mode
+    params.non_linear_solver.max_elapsed_time_seconds = 1.0
     scene.set_solver_params(params)
-    assert scene.solver_path().startswith("numpy: psd_proj_mode IF_FAIL_RETRY")
+    assert scene.solver_path().startswith("numpy: max_elapsed_time_seconds > 0")
 
     from superdex_gym.sim.potentials.base import Potential, PotentialTerms
 

@@ -68,7 +68,35 @@ def _point_terms(g: np.ndarray, arm: np.ndarray, with_jacobian: bool) -> Constra
     return ConstraintKinematics(g, jacobian, curvature)
 
 
-class RigidPivotPositionConstraints(RigidConstraintSet):
+class _PointPivots(RigidConstraintSet):
+    """The two point pivots' kernel path: g = c + R r - p with this type's target point p (W, C, 3) world
+    (`_target_points`), by the point pivots' kernel (kernels/constraints.py `point_pivot_values`)."""
+
+    def _target_points(self, targets) -> np.ndarray:
+        """The target point of every constraint (W, C, 3) in the worlds of ``targets`` (this type's target arrays)."""
+        raise NotImplementedError
+
+    def _values_kernel(self, com_position, rotation, world_rows, targets, with_jacobian):
+        actors, arm_local = self._kernel_geometry()
+        g, jac = _kernel_outputs(com_position.shape[0], len(self), with_jacobian)
+        constraint_kernels.point_pivot_values(
+            com_position, rotation, actors, kernel_array(world_rows, np.int64), arm_local,
+            kernel_array(self._target_points(targets)), with_jacobian, g, jac)
+        return g, (jac if with_jacobian else None)
+
+    def _kernel_geometry(self):
+        """(actors (C,) int64, arm_local (C, 3) = local_position - com_local) as kernel arrays, kept until the
+        constraints or the CoMs change (every Newton evaluation of the numpy path asks)."""
+        key = (self.actors.tobytes(), self._data["local_position"].tobytes(), self.com_local.tobytes())
+        cached = self.__dict__.get("_geometry_cache")
+        if cached is None or cached[0] != key:
+            actors = kernel_array(self.actors[:, 0], np.int64)
+            cached = self._geometry_cache = (key, (actors, kernel_array(
+                self._data["local_position"] - self.com_local[self.actors[:, 0]])))
+        return cached[1]
+
+
+class RigidPivotPositionConstraints(_PointPivots):
     """World anchors. Target ``position`` (W, C, 3) world [m]."""
 
     constraint_type = "RigidPivotPosition"
@@ -94,24 +122,8 @@ class RigidPivotPositionConstraints(RigidConstraintSet):
         arm = self._arm(r, self._data["local_position"], 0)
         return _point_terms(c + arm - targets["position"], arm, with_jacobian)
 
-    def _values_kernel(self, com_position, rotation, world_rows, targets, with_jacobian):
-        actors, arm_local = self._kernel_geometry()
-        g, jac = _kernel_outputs(com_position.shape[0], len(self), with_jacobian)
-        constraint_kernels.point_pivot_values(
-            com_position, rotation, actors, kernel_array(world_rows, np.int64), arm_local,
-            kernel_array(targets["position"]), with_jacobian, g, jac)
-        return g, (jac if with_jacobian else None)
-
-    def _kernel_geometry(self):
-        """(actors (C,) int64, arm_local (C, 3) = local_position - com_local) as kernel arrays, kept until the
-        constraints or the CoMs change (every Newton evaluation of the numpy path asks)."""
-        key = (self.actors.tobytes(), self._data["local_position"].tobytes(), self.com_local.tobytes())
-        cached = self.__dict__.get("_geometry_cache")
-        if cached is None or cached[0] != key:
-            actors = kernel_array(self.actors[:, 0], np.int64)
-            cached = self._geometry_cache = (key, (actors, kernel_array(
-                self._data["local_position"] - self.com_local[self.actors[:, 0]])))
-        return cached[1]
+    def _target_points(self, targets) -> np.ndarray:
+        return targets["position"]
 
     def guess_on_targets(self, ctx, guess_c: np.ndarray, guess_r: np.ndarray) -> np.ndarray:
         """Newton start for ``InitialGuess.CONSTANT_VELOCITY_AND_TARGETS``: every dynamic actor held by exactly one
@@ -143,7 +155,7 @@ class RigidPivotPositionConstraints(RigidConstraintSet):
         return value
 
 
-class RigidPivotToRigidTargetConstraints(RigidConstraintSet):
+class RigidPivotToRigidTargetConstraints(_PointPivots):
     """Pivot follows a target rigid motion. Targets ``rotation`` (W, C, 3, 3), ``translation`` (W, C, 3)."""
 
     constraint_type = "RigidPivotToRigidTarget"
@@ -170,11 +182,15 @@ class RigidPivotToRigidTargetConstraints(RigidConstraintSet):
 
     def _kinematics(self, com_position, rotation, targets, frozen, with_jacobian):
         c, r = self._gather(com_position, rotation, 0)
+        arm = self._arm(r, self._data["local_position"], 0)
+        return _point_terms(c + arm - self._target_points(targets), arm, with_jacobian)
+
+    def _target_points(self, targets) -> np.ndarray:
+        """t_hat + R_hat x_t (W, C, 3), x_t the local point (or its CoM-frame arm with
+        ``target_transform_is_com_frame``, module docstring); the kernel path computes it once per call, as here."""
         local = self._data["local_position"]
-        arm = self._arm(r, local, 0)
         target_local = local - self.com_local[self.actors[:, 0]] if self.target_transform_is_com_frame else local
-        target_point = targets["translation"] + np.einsum("wcij,cj->wci", targets["rotation"], target_local)
-        return _point_terms(c + arm - target_point, arm, with_jacobian)
+        return targets["translation"] + np.einsum("wcij,cj->wci", targets["rotation"], target_local)
 
 
 class RigidPivotRotationConstraints(RigidConstraintSet):

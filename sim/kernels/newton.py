@@ -1,5 +1,6 @@
-"""The stage Newton solve as one kernel: every world's whole Newton loop (potentials, PSD-projected Hessian blocks,
-the small dense solve, line search, stopping tests, best iterate on stop) in one call per stage.
+"""The stage Newton solve as one kernel: every world's whole Newton loop (potentials, PSD-projected Hessian blocks
+in each psd_proj_mode, the IF_FAIL modes' retry included, the small dense solve, line search, stopping tests, best
+iterate on stop) in one call per stage.
 
 sim/newton.py (`_NewtonRun`) is the numpy formulation and the oracle; this kernel follows it step by step for
 one world at a time, so a world's result never depends on the others in the batch (stepped together == alone,
@@ -36,6 +37,7 @@ from .joints import joint_set_terms
 from .loads import dof_loads, newton_euler_inertia, offset_forces
 
 NOT_STARTED, CONVERGED, STOPPED, DIVERGED = 0, 1, 2, 3  # params.ConvergenceStatus values
+PSD_ALWAYS, PSD_NEVER, PSD_IF_FAIL_RETRY, PSD_IF_FAIL_ALWAYS = 0, 1, 2, 3  # params.PsdProjMode values
 LS_NONE, LS_SIMPLE, LS_ARMIJO, LS_RESIDUAL_NORM, LS_ARMIJO_OR_RESIDUAL_NORM = 0, 1, 2, 5, 6  # LineSearchType
 _SMALL_ANGLE = 1e-4  # lie._SMALL_ANGLE
 
@@ -324,7 +326,9 @@ _BY_ADDRESS = (  # (kernel, signature), in the order of callee_addresses
 (_TRANSLATIONAL, _ROTATIONAL, _NEWTON_EULER, _GRAVITY, _DOF_LOADS, _OFFSET_FORCES, _CONTACT, _CONTACT_HESSIAN,
  _POINT_PIVOTS, _ROTATION_PIVOTS, _COMPLIANCE, _DIRECTION, _JOINT_SETS) = range(len(_BY_ADDRESS))
 # The constraint set kinds of newton_stage's ``set_order`` (the constraint system's order of its non-empty sets).
-SET_POINT_PIVOTS, SET_ROTATION_PIVOTS, SET_SPHERICAL, SET_PRISMATIC, SET_RANGE, SET_TRACKING = range(6)
+# (The joint kinds' codes are fixed in kernels/joints.py; RigidPivotToRigidTarget came later, hence its 6.)
+(SET_POINT_PIVOTS, SET_ROTATION_PIVOTS, SET_SPHERICAL, SET_PRISMATIC, SET_RANGE, SET_TRACKING,
+ SET_TARGET_PIVOTS) = range(7)
 JOINT_KINDS = {"RigidSphericalJoint": SET_SPHERICAL, "RigidPrismaticJoint": SET_PRISMATIC,
                "JointRotationRange": SET_RANGE, "JointRotationTracking": SET_TRACKING}
 _addresses = np.zeros(len(_BY_ADDRESS), dtype=np.int64)  # 0 until a stage first needs the kernel
@@ -332,7 +336,8 @@ _addresses = np.zeros(len(_BY_ADDRESS), dtype=np.int64)  # 0 until a stage first
 
 def needed_callees(newton_euler, loads, offset_forces, contact, point_pivots, rotation_pivots,
                    joints=False) -> list[int]:
-    """The `_BY_ADDRESS` indices of the kernels a stage with these optional terms calls."""
+    """The `_BY_ADDRESS` indices of the kernels a stage with these optional terms calls (``point_pivots``: a
+    RigidPivotPosition or RigidPivotToRigidTarget set, both evaluated by the point pivots' kernel)."""
     needed = [_TRANSLATIONAL, _ROTATIONAL, _GRAVITY, _DIRECTION]
     for flag, indices in ((newton_euler, (_NEWTON_EULER,)), (loads, (_DOF_LOADS,)), (offset_forces, (_OFFSET_FORCES,)),
                           (contact, (_CONTACT, _CONTACT_HESSIAN)), (point_pivots, (_POINT_PIVOTS, _COMPLIANCE)),
@@ -347,7 +352,7 @@ def callee_addresses(needed: list[int]) -> np.ndarray:
     ``needed`` ones (`needed_callees`) set. A kernel is compiled (or loaded from the cache) when a stage first
     needs it, so a scene compiles only the potential kernels it uses; the others stay 0, and newton_stage calls
     each optional kernel only under the flag that made it needed (its any_newton_euler, any_load,
-    has_offset_forces, has_contact, pp_count, pr_count)."""
+    has_offset_forces, has_contact, pp_count or pt_count, pr_count)."""
     for index in needed:
         if _addresses[index] == 0:
             _addresses[index] = wrapper_address(*_BY_ADDRESS[index])
@@ -399,13 +404,15 @@ def newton_stage(
         c_grid_start, c_grid_dims, c_grid_min, c_grid_max, c_grid_cell, friction_model, fade_friction,
         load_mode, fitted_hessian, slot_a, slot_b,
         # constraint sets, evaluated in the order ``set_order`` (SET_* kinds): pivots, position (pp_) and rotation
-        # (pr_), spread; the joint sets packed (joints.joint_set_terms: floats, ints, g_old (W, 3 Cj));
-        # ``slot_groups``: `_newton_direction`'s coupling groups
+        # (pr_), spread; RigidPivotToRigidTarget (pt_, five arrays: actors, arms, target points, g_old, parameters);
+        # the joint sets packed (joints.joint_set_terms: floats, ints, g_old (W, 3 Cj)); ``slot_groups``:
+        # `_newton_direction`'s coupling groups
         has_constraints, set_order, world_index, pp_count, pp_actors, pp_arm, pp_target, pp_g_old, pp_stiffness,
         pp_damp, pp_saturation, pp_damped, pr_count, pr_actors, pr_local_rotation, pr_target, pr_g_old, pr_stiffness,
-        pr_damp, pr_saturation, pr_damped, joint_floats, joint_ints, joint_g_old, slot_groups,
-        # solver parameters
-        max_iter, global_convergence, abs_tol, rel_tol, rel_step_tol, psd_project, explosion_control, abs_div_tol,
+        pr_damp, pr_saturation, pr_damped, pt_actors, pt_arm, pt_point, pt_g_old, pt_params, joint_floats, joint_ints,
+        joint_g_old, slot_groups,
+        # solver parameters (psd_mode: a params.PsdProjMode value)
+        max_iter, global_convergence, abs_tol, rel_tol, rel_step_tol, psd_mode, explosion_control, abs_div_tol,
         rel_div_tol, ls_type, ls_max_iter, ls_alpha, ls_wolfe1, ls_max_rel_increase, best_iterate_on_stop,
         # the start iterate (W, N, 3), (W, N, 3, 3) and the outputs
         guess_c, guess_r, out_c, out_r, out_grad, status, iterations, ls_iterations):
@@ -465,6 +472,17 @@ def newton_stage(
     pr_g = np.empty((1, pr_count, 3))
     pr_jac = np.empty((1, pr_count, 3, 6))
     pr_gold = np.empty((1, pr_count, 3))
+    # RigidPivotToRigidTarget: the point pivots' kernels on its target points (t_hat + R_hat x_t, (W_set, C, 3),
+    # computed per stage); pt_params (3, C): stiffness, damping / dt, saturation; damped as the set's Python side.
+    pt_count = pt_actors.shape[0]
+    pt_damped = False
+    for i in range(pt_count):
+        if pt_params[1, i] != 0.0:
+            pt_damped = True
+    pt_g = np.empty((1, pt_count, 3))
+    pt_jac = np.empty((1, pt_count, 3, 6))
+    pt_gold = np.empty((1, pt_count, 3))
+    pt_gold_f, pt_gold_in = pt_gold.reshape(pt_gold.size), pt_g_old.reshape(pt_g_old.size)
     # Joint sets: one world's stage-start values and the work of joints.joint_set_terms (the A-B blocks of the
     # latest evaluation first, copied into their coupling slots where a step is taken).
     num_joint_slots = joint_ints[1]
@@ -495,6 +513,7 @@ def newton_stage(
     # np.bool_(True), not the literal True: a literal argument compiles a second specialization of every potential
     # kernel beside the one the numpy Newton calls from Python.
     hessian = np.bool_(True)
+    if_fail = psd_mode == PSD_IF_FAIL_RETRY or psd_mode == PSD_IF_FAIL_ALWAYS
     for w in range(num_worlds):
         _copy(c0_f, 0, com0_in, w * n3, n3)
         _copy(r0_f, 0, rot0_in, w * n9, n9)
@@ -515,6 +534,8 @@ def newton_stage(
             _copy(pp_gold_f, 0, pp_gold_in, w * pp_gold_f.shape[0], pp_gold_f.shape[0])
         if pr_count:
             _copy(pr_gold_f, 0, pr_gold_in, w * pr_gold_f.shape[0], pr_gold_f.shape[0])
+        if pt_count and pt_damped:
+            _copy(pt_gold_f, 0, pt_gold_in, w * pt_gold_f.shape[0], pt_gold_f.shape[0])
         if num_joint_slots:
             _copy(joint_gold, 0, joint_gold_in, w * 3 * num_joint_slots, 3 * num_joint_slots)
         rows[0] = world_index[w]
@@ -524,6 +545,9 @@ def newton_stage(
         # One evaluation point (one call site per potential kernel): the first pass evaluates the start iterate,
         # every later pass a line-search trial.
         started = False
+        retrying = False
+        project_always = psd_mode == PSD_ALWAYS  # per world: IF_FAIL_ALWAYS turns it on at its first retry
+        project = project_always  # the PSD projection of this evaluation's blocks
         stop_next = False
         best_energy = np.inf
         st = NOT_STARTED
@@ -547,7 +571,7 @@ def newton_stage(
                                         e_try, g_try, h_try)
             _zero(e_one, g_one_f, h_one_f)
             _call_rotational_inertia(addresses[_ROTATIONAL], second_moment, rot_active, stage_dt, r_try, r0, om0, s0,
-                                     hessian, psd_project, e_one, g_one, h_one, inertia_work)
+                                     hessian, project, e_one, g_one, h_one, inertia_work)
             _add_terms(e_try, g_try_f, h_try_f, e_one, g_one_f, h_one_f)
             if any_newton_euler:
                 _zero(e_one, g_one_f, h_one_f)
@@ -568,7 +592,7 @@ def newton_stage(
             if has_offset_forces:
                 _zero(e_one, g_one_f, h_one_f)
                 _call_offset_forces(addresses[_OFFSET_FORCES], is_static, off_f, offset_local, c_try, r_try, hessian,
-                                    psd_project, e_one, g_one, h_one)
+                                    project, e_one, g_one, h_one)
                 _add_terms(e_try, g_try_f, h_try_f, e_one, g_one_f, h_one_f)
             if has_contact:  # energy and gradient; its Hessian from the rows where a step is taken (below)
                 e_one[0] = 0.0
@@ -588,19 +612,31 @@ def newton_stage(
                 joint_set = 0
                 for step in range(set_order.shape[0]):  # each set as ConstraintSet._evaluate_kernel
                     kind = set_order[step]
-                    if kind == SET_POINT_PIVOTS and pp_count:
-                        _call_point_pivot_values(addresses[_POINT_PIVOTS], c_try, r_try, pp_actors, rows, pp_arm,
-                                                 pp_target, hessian, pp_g, pp_jac)
-                        _call_one_actor_compliance(addresses[_COMPLIANCE], pp_g, pp_gold if pp_damped else pp_g,
-                                                   pp_jac, pp_actors, pp_stiffness, pp_damp, pp_saturation, pp_damped,
-                                                   hessian, e_one, g_one, h_one)
+                    if kind == SET_POINT_PIVOTS or kind == SET_TARGET_PIVOTS:
+                        # The two point-pivot kinds share their call sites (each site costs newton_stage's compile).
+                        if kind == SET_POINT_PIVOTS:
+                            s_actors, s_arm, s_target, s_g, s_jac, s_gold = pp_actors, pp_arm, pp_target, pp_g, \
+                                pp_jac, pp_gold
+                            s_stiffness, s_damp, s_saturation, s_damped = pp_stiffness, pp_damp, pp_saturation, \
+                                pp_damped
+                        else:
+                            s_actors, s_arm, s_target, s_g, s_jac, s_gold = pt_actors, pt_arm, pt_point, pt_g, \
+                                pt_jac, pt_gold
+                            s_stiffness, s_damp, s_saturation, s_damped = pt_params[0], pt_params[1], pt_params[2], \
+                                pt_damped
+                        if s_actors.shape[0]:
+                            _call_point_pivot_values(addresses[_POINT_PIVOTS], c_try, r_try, s_actors, rows, s_arm,
+                                                     s_target, hessian, s_g, s_jac)
+                            _call_one_actor_compliance(addresses[_COMPLIANCE], s_g, s_gold if s_damped else s_g,
+                                                       s_jac, s_actors, s_stiffness, s_damp, s_saturation, s_damped,
+                                                       hessian, e_one, g_one, h_one)
                     elif kind == SET_ROTATION_PIVOTS and pr_count:
                         _call_rotation_pivot_values(addresses[_ROTATION_PIVOTS], r_try, pr_actors, rows,
                                                     pr_local_rotation, pr_target, hessian, pr_g, pr_jac, pivot_work)
                         _call_one_actor_compliance(addresses[_COMPLIANCE], pr_g, pr_gold if pr_damped else pr_g,
                                                    pr_jac, pr_actors, pr_stiffness, pr_damp, pr_saturation, pr_damped,
                                                    hessian, e_one, g_one, h_one)
-                    elif kind >= SET_SPHERICAL:
+                    elif SET_SPHERICAL <= kind <= SET_TRACKING:
                         _call_joint_set(addresses[_JOINT_SETS], joint_set, c_try, r_try, rows, hessian, joint_floats,
                                         joint_ints, joint_gold, joint_work, e_one, g_one, h_one)
                         joint_set += 1
@@ -611,70 +647,73 @@ def newton_stage(
                 if is_static[b]:
                     for i in range(6):
                         g_try[0, b, i] = 0.0
-            if not started:
-                accept = True
-                started = True
-            else:  # the line search's test of trial k (newton._line_search)
-                last = k == max_tries - 1
-                if ls_type == LS_NONE:
+            # A retry's evaluation (psd_mode IF_FAIL_*, below) is of the current iterate with projected blocks: only
+            # its Hessian is new (projection leaves energy and gradient alone), so the iterate's bookkeeping is done.
+            if not retrying:
+                if not started:
                     accept = True
-                else:
-                    norm_ok = _norm(g_try_f) <= norm_start
-                    armijo_ok = e_try[0] <= e_start - ls_wolfe1 * lam * slope
-                    if ls_type == LS_RESIDUAL_NORM:
-                        accept = norm_ok
-                    elif ls_type == LS_ARMIJO:
-                        accept = armijo_ok
-                    elif ls_type == LS_ARMIJO_OR_RESIDUAL_NORM:
-                        accept = norm_ok or armijo_ok
-                    else:  # SIMPLE
-                        accept = e_try[0] <= e_start + ls_max_rel_increase * abs(e_start)
-                    accept = accept or last
-                if accept:
-                    ls_used_max = max(ls_used_max, k)
-                    it += 1
-                else:
-                    k += 1
-                    lam *= ls_alpha
-                    _trial(c_f, r_f, dx, lam, dyn_index, c_try_f, r_try_f)
-                    continue
-            _copy(c_f, 0, c_try_f, 0, n3)
-            _copy(r_f, 0, r_try_f, 0, n9)
-            e_tot[0] = e_try[0]
-            _copy(g_tot_f, 0, g_try_f, 0, 6 * n)
-            if it == 0:
-                norm0 = _norm(g_tot_f)
-            # Newton iteration ``it``: best iterate, finishing status, direction, step test, line search start.
-            if best_iterate_on_stop and e_tot[0] < best_energy:
-                best_energy = e_tot[0]
-                _copy(best_c_f, 0, c_f, 0, n3)
-                _copy(best_r_f, 0, r_f, 0, n9)
-                _copy(best_g_f, 0, g_tot_f, 0, 6 * n)
-            fin = NOT_STARTED
-            if stop_next:
-                fin = STOPPED
-            if _converged(g_tot_f, it, global_convergence, abs_tol, rel_tol, norm0, rho0, is_static,
-                          force_weight, torque_weight, w):
-                fin = CONVERGED
-            if explosion_control and fin == NOT_STARTED:
-                nrm = _norm(g_tot_f)
-                if not np.isfinite(nrm) or nrm > abs_div_tol or nrm > rel_div_tol * max(norm0, 1e-300):
-                    fin = DIVERGED
-            capped = False
-            if it == max_iter and fin == NOT_STARTED:
-                capped = True
-                fin = STOPPED
-            if fin != NOT_STARTED:
-                st = fin
-                if capped and best_iterate_on_stop:
-                    _copy(out_c_f, w * n3, best_c_f, 0, n3)
-                    _copy(out_r_f, w * n9, best_r_f, 0, n9)
-                    _copy(out_grad_f, w * 6 * n, best_g_f, 0, 6 * n)
-                else:
-                    _copy(out_c_f, w * n3, c_f, 0, n3)
-                    _copy(out_r_f, w * n9, r_f, 0, n9)
-                    _copy(out_grad_f, w * 6 * n, g_tot_f, 0, 6 * n)
-                break
+                    started = True
+                else:  # the line search's test of trial k (newton._line_search)
+                    last = k == max_tries - 1
+                    if ls_type == LS_NONE:
+                        accept = True
+                    else:
+                        norm_ok = _norm(g_try_f) <= norm_start
+                        armijo_ok = e_try[0] <= e_start - ls_wolfe1 * lam * slope
+                        if ls_type == LS_RESIDUAL_NORM:
+                            accept = norm_ok
+                        elif ls_type == LS_ARMIJO:
+                            accept = armijo_ok
+                        elif ls_type == LS_ARMIJO_OR_RESIDUAL_NORM:
+                            accept = norm_ok or armijo_ok
+                        else:  # SIMPLE
+                            accept = e_try[0] <= e_start + ls_max_rel_increase * abs(e_start)
+                        accept = accept or last
+                    if accept:
+                        ls_used_max = max(ls_used_max, k)
+                        it += 1
+                    else:
+                        k += 1
+                        lam *= ls_alpha
+                        _trial(c_f, r_f, dx, lam, dyn_index, c_try_f, r_try_f)
+                        continue
+                _copy(c_f, 0, c_try_f, 0, n3)
+                _copy(r_f, 0, r_try_f, 0, n9)
+                e_tot[0] = e_try[0]
+                _copy(g_tot_f, 0, g_try_f, 0, 6 * n)
+                if it == 0:
+                    norm0 = _norm(g_tot_f)
+                # Newton iteration ``it``: best iterate, finishing status, direction, step test, line search start.
+                if best_iterate_on_stop and e_tot[0] < best_energy:
+                    best_energy = e_tot[0]
+                    _copy(best_c_f, 0, c_f, 0, n3)
+                    _copy(best_r_f, 0, r_f, 0, n9)
+                    _copy(best_g_f, 0, g_tot_f, 0, 6 * n)
+                fin = NOT_STARTED
+                if stop_next:
+                    fin = STOPPED
+                if _converged(g_tot_f, it, global_convergence, abs_tol, rel_tol, norm0, rho0, is_static,
+                              force_weight, torque_weight, w):
+                    fin = CONVERGED
+                if explosion_control and fin == NOT_STARTED:
+                    nrm = _norm(g_tot_f)
+                    if not np.isfinite(nrm) or nrm > abs_div_tol or nrm > rel_div_tol * max(norm0, 1e-300):
+                        fin = DIVERGED
+                capped = False
+                if it == max_iter and fin == NOT_STARTED:
+                    capped = True
+                    fin = STOPPED
+                if fin != NOT_STARTED:
+                    st = fin
+                    if capped and best_iterate_on_stop:
+                        _copy(out_c_f, w * n3, best_c_f, 0, n3)
+                        _copy(out_r_f, w * n9, best_r_f, 0, n9)
+                        _copy(out_grad_f, w * 6 * n, best_g_f, 0, 6 * n)
+                    else:
+                        _copy(out_c_f, w * n3, c_f, 0, n3)
+                        _copy(out_r_f, w * n9, r_f, 0, n9)
+                        _copy(out_grad_f, w * 6 * n, g_tot_f, 0, 6 * n)
+                    break
             # The Hessian at this iterate, summed in newton.evaluate_potentials' order as the energy and gradient
             # were: (core potentials + contact) + constraints. Only here, where a step is taken: the iterate the
             # solve stops on and rejected line-search trials never need it. The contact and constraint terms of
@@ -693,6 +732,24 @@ def newton_stage(
             ok = _call_newton_direction(addresses[_DIRECTION], g_tot[0], h_tot[0], k_tot[0], slot_a, slot_b,
                                         slot_groups, num_slots > 0, is_static, dyn_index, dx, dense, rhs, sol, work,
                                         perm, local)
+            if if_fail and not project_always and not retrying:
+                # newton_direction's retry: a failed solve or no descent (g . dx <= 0; dx = 0 when the solve failed)
+                # re-evaluates this iterate with PSD-projected blocks and solves again; IF_FAIL_ALWAYS keeps the
+                # projection for the rest of the stage, IF_FAIL_RETRY for this iteration only.
+                descent = 0.0
+                for b in range(n):
+                    for i in range(6):
+                        descent += g_tot[0, b, i] * dx[b, i]
+                if not (ok and descent > 0.0):
+                    retrying = True
+                    project = True
+                    _copy(c_try_f, 0, c_f, 0, n3)
+                    _copy(r_try_f, 0, r_f, 0, n9)
+                    continue
+            if retrying:
+                retrying = False
+                project_always = psd_mode == PSD_IF_FAIL_ALWAYS
+                project = project_always
             if not ok:
                 st = DIVERGED
                 _copy(out_c_f, w * n3, c_f, 0, n3)
