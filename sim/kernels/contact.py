@@ -23,7 +23,8 @@ import numpy as np
 from ..jit import inner_kernel, kernel
 from .contact_geometry import (  # noqa: F401  (the collider kinds: potential.py reads them here)
     _CP_SIZE, _RP_SIZE, BOX, GRID, MESH, PLANE, REACH_OFF, REACH_RECORD, REACH_USE, SPHERE, _body_moves,
-    _collider_params, _out_of_reach_since, _pair_frame, _pair_gap, _record_bodies, _record_pair, _sample_in_frame,
+    _collider_params, _out_of_reach_since, _pair_frame, _pair_gap, _pair_in_reach, _record_bodies, _record_pair,
+    _sample_in_frame,
     _sdf_of)
 from .cube import pow_cube
 
@@ -95,6 +96,20 @@ def _smoother(model, x, t):
     s = np.sqrt(x * x + quarter)
     inv_s = 1.0 / s
     return s - 0.5 * eps, x * inv_s, quarter * inv_s * inv_s * inv_s, inv_s
+
+
+# Explicit normals' stage-start work, called rather than inlined like the current pose's: inlined copies of
+# `_sdf_of`, `_pair_gap` and `_sample_in_frame` in `_world_rows` made the contact kernels' cold compile 8 -> 13 s.
+@inner_kernel(_nrt=False)
+def _sdf_with_gradient(kind, y0, y1, y2, cp, g_values):
+    """`_sdf_of` with the gradient (every kind's phi is the same with or without it)."""
+    return _sdf_of(kind, y0, y1, y2, True, cp, g_values)
+
+
+@inner_kernel(_nrt=False)
+def _stage_start_sample(points, s, frame, kind, p, p_bound_vector, p_bound_scalar, p_reach):
+    """`_sample_in_frame` in the stage-start frame (rows 4-7 of ``frame``)."""
+    return _sample_in_frame(points, s, frame, kind, p, p_bound_vector, p_bound_scalar, p_reach, 4)
 
 
 # Columns of a stored row (contact_terms' ``rows``): the row's world force g, its levers r = x - c_A and
@@ -169,9 +184,9 @@ def _world_rows(
                          p_bound_vector, c_rotation, reach_pair)
         in_reach = gap <= p_reach[p]
         if explicit and not in_reach:
-            gap, _ = _pair_gap(com0, rot0, w, a, b, p, cl, kind, p_sphere_center, p_sphere_radius, p_bound_is_half,
-                               p_bound_vector, p_bound_scalar, c_center, c_rotation, c_half_extents, False)
-            in_reach = gap <= p_reach[p]
+            in_reach = _pair_in_reach(com0, rot0, w, a, b, p, cl, kind, p_sphere_center, p_sphere_radius, p_reach,
+                                      p_bound_is_half, p_bound_vector, p_bound_scalar, c_center, c_rotation,
+                                      c_half_extents)
         if not in_reach:
             continue
         _pair_frame(com, rot, w, a, b, frame)
@@ -190,8 +205,8 @@ def _world_rows(
                                                 p_reach)
             z0, z1, z2 = 0.0, 0.0, 0.0  # with explicit normals, the sample at the stage start (Y0 = M0 X + t0)
             if explicit:
-                kept0, z0, z1, z2 = _sample_in_frame(s_points, s, frame, kind, p, p_bound_vector, p_bound_scalar,
-                                                     p_reach, 4)
+                kept0, z0, z1, z2 = _stage_start_sample(s_points, s, frame, kind, p, p_bound_vector, p_bound_scalar,
+                                                        p_reach)
                 kept = kept or kept0
             if not kept:
                 continue
@@ -203,16 +218,15 @@ def _world_rows(
             # The dissipation's distance and normal (gs) and the gate's colliding normal (na): the stage start's
             # with explicit normals, else the current ones.
             phi_s, gs0, gs1, gs2 = phi, gr0, gr1, gr2
-            if explicit:
-                phi_s, gs0, gs1, gs2 = _sdf_of(kind, z0, z1, z2, kind == GRID, cp, c_grid_values)
+            if explicit:  # with its gradient at once (every kind's phi is the same with or without it)
+                phi_s, gs0, gs1, gs2 = _sdf_with_gradient(kind, z0, z1, z2, cp, c_grid_values)
                 in_contact = in_contact or phi_s < delta
             if not in_contact:
                 continue
             if kind != GRID:
                 phi, gr0, gr1, gr2 = _sdf_of(kind, y0, y1, y2, True, cp, c_grid_values)
-                phi_s, gs0, gs1, gs2 = phi, gr0, gr1, gr2
-                if explicit:
-                    phi_s, gs0, gs1, gs2 = _sdf_of(kind, z0, z1, z2, True, cp, c_grid_values)
+                if not explicit:
+                    phi_s, gs0, gs1, gs2 = phi, gr0, gr1, gr2
             # Alignment gate with the colliding normal N_A = R_B^T R_A n_A (stage-start rotations rg when explicit).
             ns0, ns1, ns2 = s_normals[s, 0], s_normals[s, 1], s_normals[s, 2]
             wn0 = (rg[w, a, 0, 0] * ns0 + rg[w, a, 0, 2] * ns2) + rg[w, a, 0, 1] * ns1
