@@ -185,3 +185,21 @@ def test_range_scenario_has_active_and_inactive_components():
     sc = build_scenario("rotation_range", seed=1)
     g = sc.constraints.deviation(sc.pos, sc.rot)
     assert np.any(g == 0.0) and np.any(g > 0.0)
+
+
+def assert_worlds_alone_equal_together(sc) -> None:
+    """Every world of the scenario's constraint set evaluated alone (its own stage context and world index) equals
+    its row of the evaluation of all worlds together, bit for bit: energy, gradient, diagonal blocks and any
+    coupling blocks."""
+    cs = sc.constraints
+    together = cs.evaluate(sc.ctx, sc.pos, sc.rot, True)
+    for w in range(cs.num_worlds):
+        ctx = make_ctx(sc.pos_start[w:w + 1], sc.rot_start[w:w + 1])
+        ctx.world_index = np.array([w])
+        alone = cs.evaluate(ctx, sc.pos[w:w + 1], sc.rot[w:w + 1], True)
+        np.testing.assert_array_equal(alone.energy[0], together.energy[w])
+        np.testing.assert_array_equal(alone.gradient[0], together.gradient[w])
+        np.testing.assert_array_equal(alone.hessian_diag[0], together.hessian_diag[w])
+        assert len(alone.couplings) == len(together.couplings)
+        for a, t in zip(alone.couplings, together.couplings):
+            np.testing.assert_array_equal(a.block[0], t.block[w])

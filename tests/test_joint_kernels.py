@@ -24,7 +24,7 @@ from superdex_gym.sim.kernels.joints import (rotation_scratch, rotation_tracking
                                              two_actor_compliance)
 from superdex_gym.sim.potentials.base import PotentialTerms
 from helpers import dense_hessian
-from test_constraint_fixtures import NUM_BODIES, build_scenario, make_ctx
+from test_constraint_fixtures import NUM_BODIES, assert_worlds_alone_equal_together, build_scenario, make_ctx
 from test_constraint_potentials import H_GRADIENT, H_HESSIAN, assert_gradient_is_fd_of_energy, fd_tolerance, perturbed
 
 ROUND_OFF = 64 * np.finfo(np.float64).eps  # relative to the largest entry (module docstring)
@@ -109,17 +109,7 @@ def test_prismatic_kernel_limits_above_below_and_inside():
 
 @pytest.mark.parametrize("kind", JOINT_KINDS)
 def test_all_worlds_together_equal_each_world_alone_bit_for_bit(kind):
-    sc = _scenario(kind)
-    cs = sc.constraints
-    together = cs.evaluate(sc.ctx, sc.pos, sc.rot, True)
-    for w in range(cs.num_worlds):
-        ctx = make_ctx(sc.pos_start[w:w + 1], sc.rot_start[w:w + 1])
-        ctx.world_index = np.array([w])
-        alone = cs.evaluate(ctx, sc.pos[w:w + 1], sc.rot[w:w + 1], True)
-        np.testing.assert_array_equal(alone.energy[0], together.energy[w])
-        np.testing.assert_array_equal(alone.gradient[0], together.gradient[w])
-        np.testing.assert_array_equal(alone.hessian_diag[0], together.hessian_diag[w])
-        np.testing.assert_array_equal(alone.couplings[0].block[0], together.couplings[0].block[w])
+    assert_worlds_alone_equal_together(_scenario(kind))
 
 
 @pytest.mark.parametrize("kind", JOINT_KINDS)

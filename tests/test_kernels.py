@@ -225,18 +225,10 @@ def test_target_pivot_kernel_gradient_matches_fd_of_kernel_energy(com_frame, sat
 
 
 def test_target_pivot_kernel_worlds_together_equal_each_world_alone():
-    from test_constraint_fixtures import build_scenario, make_ctx
+    from test_constraint_fixtures import assert_worlds_alone_equal_together, build_scenario
 
-    sc = build_scenario("pivot_to_rigid_target", seed=3, exact_hessian=False, damping=4.0)
-    cs = sc.constraints
-    together = cs.evaluate(sc.ctx, sc.pos, sc.rot, True)
-    for w in range(cs.num_worlds):
-        ctx = make_ctx(sc.pos_start[w:w + 1], sc.rot_start[w:w + 1])
-        ctx.world_index = np.array([w])
-        alone = cs.evaluate(ctx, sc.pos[w:w + 1], sc.rot[w:w + 1], True)
-        np.testing.assert_array_equal(alone.energy[0], together.energy[w])
-        np.testing.assert_array_equal(alone.gradient[0], together.gradient[w])
-        np.testing.assert_array_equal(alone.hessian_diag[0], together.hessian_diag[w])
+    assert_worlds_alone_equal_together(build_scenario("pivot_to_rigid_target", seed=3, exact_hessian=False,
+                                                      damping=4.0))
 
 
 def test_rotation_log_kernels_equal_numpy_on_small_mid_and_near_pi_angles():
@@ -295,7 +287,6 @@ def test_contact_kernel_equals_numpy_oracle(collider, static_collider, mode):
     broad phase drops it); coupling blocks too when both bodies are dynamic."""
     from test_contact_potential import FRICTION, FRICTIONLESS, two_body_setup
     from superdex_gym.sim.contact.params import ContactEvalConfig
-    from helpers import dense_hessian
 
     config = {
         "default": ContactEvalConfig(), "implicit load": ContactEvalConfig(implicit_normal_force_for_dissipation=True),
@@ -311,6 +302,14 @@ def test_contact_kernel_equals_numpy_oracle(collider, static_collider, mode):
     assert pot.uses_kernel
     com[3, 0, 1] += 5.0  # world 3: far above, no contact (at the stage start too, for explicit normals)
     ctx.com_position0[3, 0, 1] += 5.0
+    assert_contact_kernel_equals_oracle(pot, ctx, com, rot, static_collider)
+
+
+def assert_contact_kernel_equals_oracle(pot, ctx, com, rot, static_collider):
+    """The contact potential's kernel path against `evaluate_numpy` (energy, gradient, Hessian and coupling count),
+    for the two-body setups whose worlds 0-2 touch and world 3 does not."""
+    from helpers import dense_hessian
+
     for want_hessian in (False, True):
         got = pot.evaluate(ctx, com, rot, want_hessian)
         ref = pot.evaluate_numpy(ctx, com, rot, want_hessian)

@@ -25,7 +25,7 @@ from superdex_gym.sim.kernels import contact as contact_kernels
 from superdex_gym.sim.kernels import contact_geometry
 from superdex_gym.sim.kernels.mesh import MESH, MESH_ROW, mesh_sdf_address, pack_mesh
 
-from helpers import box_arrays, dense_hessian
+from helpers import box_arrays
 
 U = 2.0 ** -53  # unit round-off of float64
 
@@ -192,7 +192,7 @@ def test_contact_kernel_with_a_mesh_collider_equals_the_numpy_potential(case, st
     differently); the compiled Newton's pair `contact_rows` / `contact_hessian_from_rows` equal `contact_terms`
     bit for bit; `penetration_depth` equals its numpy oracle bit for bit."""
     from test_contact_potential import FRICTION, two_body_setup
-    from test_kernels import _contact_rows_then_hessian, _reach_arrays, assert_close
+    from test_kernels import _contact_rows_then_hessian, _reach_arrays, assert_contact_kernel_equals_oracle
     from superdex_gym.sim.contact.params import ContactEvalConfig
     from superdex_gym.sim.contact.potential import _FRICTION_MODEL_CODE
 
@@ -203,15 +203,7 @@ def test_contact_kernel_with_a_mesh_collider_equals_the_numpy_potential(case, st
                                         config=config, gap=-0.01, stage_motion=2e-3, worlds=4)
     assert pot.uses_kernel and pot._kernel_colliders.kind[0] == MESH
     com[3, 0, 1] += 5.0  # world 3: far above, no contact (the broad phase drops it)
-    for want_hessian in (False, True):
-        got = pot.evaluate(ctx, com, rot, want_hessian)
-        ref = pot.evaluate_numpy(ctx, com, rot, want_hessian)
-        assert np.all(ref.energy[:3] > 0) and ref.energy[3] == 0.0
-        assert_close(got.energy, ref.energy)
-        assert_close(got.gradient, ref.gradient)
-        if want_hessian:
-            assert len(got.couplings) == len(ref.couplings) == (0 if static_collider else 1)
-            assert_close(dense_hessian(got), dense_hessian(ref))
+    assert_contact_kernel_equals_oracle(pot, ctx, com, rot, static_collider)
     np.testing.assert_array_equal(pot.penetration_depth(com, rot), pot.penetration_depth_numpy(com, rot))
 
     model = (*pot._kernel_samples, *pot._kernel_pairs, *pot._kernel_colliders)
