@@ -8,10 +8,9 @@ step's solves and readable as ``Scene.solver_path()``; it never changes because 
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
+from .constraints.base import checked_stage_dt
 from .jit import kernel_array
 from .kernels import contact as contact_kernels
 from .kernels import joints as joint_kernels
@@ -91,7 +90,8 @@ def plan(potentials, params: NonLinearSolverParams):
         if type(pot) is ContactSystem and contact is None:
             built = pot.potential()
             if built is not None and not built.uses_kernel:
-                return "the contact potential is outside its kernel's scope (a user SDF field or exact_geometric_hessian)"
+                return ("the contact potential is outside its kernel's scope (a user SDF field or "
+                        "exact_geometric_hessian)")
             contact = pot if built is not None else None
             continue
         if type(pot) is ConstraintSystem and constraint_system is None:
@@ -132,9 +132,7 @@ def _pivot_inputs(cs, kind, stage_dt: float, com0, rot0, world_rows):
     the CoMs are replaced, never written in place; the targets, stiffness and saturation are written in place by
     their setters, so the kernel reads their current values), the damping holds the same values and the stage
     length and world count are the same; g_old depends on the stage start and is computed for damped sets only."""
-    dt = float(stage_dt)
-    if not (math.isfinite(dt) and dt > 0.0):
-        raise ValueError(f"stage_dt must be positive and finite, got {stage_dt}")
+    dt = checked_stage_dt(stage_dt)
     point = kind == "RigidPivotPosition"
     source = cs._data["local_position"] if point else cs._data["local_rotation"]
     target_source = cs._targets["position" if point else "rotation"]
@@ -163,8 +161,7 @@ def _with_g_old(cs, value, com0, rot0, world_rows):
     """``value`` with g_old, the constraint values at the stage start (W, C, 3), when the set is damped."""
     if not value[8]:
         return value
-    g_old = cs._values_kernel(com0, rot0, world_rows, cs._old_targets, False)[0]
-    return value[:4] + (kernel_array(g_old),) + value[5:]
+    return value[:4] + (kernel_array(cs._stage_start_values(com0, rot0, world_rows)),) + value[5:]
 
 
 def _target_pivot_inputs(cs, stage_dt: float, com0, rot0, world_rows):
@@ -172,13 +169,11 @@ def _target_pivot_inputs(cs, stage_dt: float, com0, rot0, world_rows):
     t_hat + R_hat x_t (W_set, C, 3) of the current targets (rows by world index), g_old at the stage start
     (W, C, 3; zeros when undamped, never read) and (3, C) stiffness, damping / dt, saturation. The target points
     are computed every stage (the setters write the targets in place); g_old from the old targets' points."""
-    dt = float(stage_dt)
-    if not (math.isfinite(dt) and dt > 0.0):
-        raise ValueError(f"stage_dt must be positive and finite, got {stage_dt}")
+    dt = checked_stage_dt(stage_dt)
     actors, arm_local = cs._kernel_geometry()
     damp = cs.damping / dt  # as RigidConstraintSet._evaluate_kernel
     if np.any(damp != 0.0):
-        g_old = kernel_array(cs._values_kernel(com0, rot0, world_rows, cs._old_targets, False)[0])
+        g_old = kernel_array(cs._stage_start_values(com0, rot0, world_rows))
     else:
         g_old = _empty((com0.shape[0], len(cs), 3))
     return (actors, arm_local, kernel_array(cs._target_points(cs._targets)), g_old,
@@ -202,9 +197,7 @@ def _joint_pack(joint_sets, stage_dt: float, com0, rot0, world_rows):
     in kernels/joints.py, `joint_set_terms`): floats, ints and g_old (W, 3 Cj), the values at the stage start of the
     damped sets (zeros for the others, never read). Packed every stage: the packed arrays are copies, and the
     targets (written in place by their setters) must be current."""
-    dt = float(stage_dt)
-    if not (math.isfinite(dt) and dt > 0.0):
-        raise ValueError(f"stage_dt must be positive and finite, got {stage_dt}")
+    dt = checked_stage_dt(stage_dt)
     num_worlds = com0.shape[0]
     header, floats, actors, g_old = [len(joint_sets), 0], [], [], []
     f_at, first = 0, 0
@@ -233,8 +226,7 @@ def _joint_pack(joint_sets, stage_dt: float, com0, rot0, world_rows):
         actors.append(np.ravel(cs.actors))
         i_at += 2 * count
         if damped:
-            g = cs._values_kernel(com0, rot0, world_rows, cs._old_targets, False)[0]
-            g_old.append(g.reshape(num_worlds, 3 * count))
+            g_old.append(cs._stage_start_values(com0, rot0, world_rows).reshape(num_worlds, 3 * count))
         else:
             g_old.append(np.zeros((num_worlds, 3 * count)))
         first += count

@@ -84,6 +84,14 @@ class ConstraintLocalTerms(NamedTuple):
 # Geometric helpers shared by the types.
 
 
+def checked_stage_dt(stage_dt) -> float:
+    """The stage length as a float, or the ValueError that names a non-positive or non-finite one."""
+    dt = float(stage_dt)
+    if not (np.isfinite(dt) and dt > 0.0):
+        raise ValueError(f"stage_dt must be positive and finite, got {stage_dt}")
+    return dt
+
+
 def point_jacobian(arm: np.ndarray, sign: float = 1.0) -> np.ndarray:
     """(..., 3) world arm a = R r -> (..., 3, 6) d(sign * (c + a))/d(c, theta) = sign * [1, -skew(a)]."""
     jac = np.zeros(arm.shape[:-1] + (3, 6))
@@ -445,9 +453,7 @@ class RigidConstraintSet:
         self, ctx: StageContext, com_position: np.ndarray, rotation: np.ndarray, want_hessian: bool
     ) -> ConstraintLocalTerms:
         """Per-constraint energy, gradient and Hessian blocks (see the module docstring for the formulas)."""
-        dt = float(ctx.stage_dt)
-        if not (np.isfinite(dt) and dt > 0.0):
-            raise ValueError(f"stage_dt must be positive and finite, got {ctx.stage_dt}")
+        dt = checked_stage_dt(ctx.stage_dt)
         worlds = self._worlds_of(com_position, getattr(ctx, "world_index", None))
         frozen = self._select_worlds(self._world_data, worlds)
         targets = self._select_worlds(self._targets, worlds)
@@ -502,12 +508,14 @@ class RigidConstraintSet:
         `_kinematics` runs instead)."""
         return None
 
+    def _stage_start_values(self, com0, rot0, world_rows) -> np.ndarray:
+        """g (W, C, 3) at the stage-start poses and the old targets (the damping term's), from this type's kernel."""
+        return self._values_kernel(kernel_array(com0), kernel_array(rot0), world_rows, self._old_targets, False)[0]
+
     def _evaluate_kernel(self, ctx, com_position, rotation, want_hessian, terms) -> bool:
         """Add this set's terms into ``terms`` with the kernels (Gauss-Newton Hessian); False when this type has
         no kernel. Two-actor sets append their A-B blocks as one `Coupling`, as `evaluate_numpy` does."""
-        dt = float(ctx.stage_dt)
-        if not (np.isfinite(dt) and dt > 0.0):
-            raise ValueError(f"stage_dt must be positive and finite, got {ctx.stage_dt}")
+        dt = checked_stage_dt(ctx.stage_dt)
         worlds = self._worlds_of(com_position, ctx.world_index)
         world_rows = np.arange(com_position.shape[0]) if worlds is None else worlds
         com, rot = kernel_array(com_position), kernel_array(rotation)
@@ -519,8 +527,7 @@ class RigidConstraintSet:
         damped = bool(np.any(damp != 0.0))
         g_old = g
         if damped:  # the stage-start value is needed only by the damping term
-            g_old = self._values_kernel(kernel_array(ctx.com_position0), kernel_array(ctx.rotation0), world_rows,
-                                        self._old_targets, False)[0]
+            g_old = self._stage_start_values(ctx.com_position0, ctx.rotation0, world_rows)
         hessian = terms.hessian_diag if want_hessian else _NO_HESSIAN
         if self.num_constrained_actors == 1:
             constraint_kernels.one_actor_compliance(
