@@ -732,15 +732,16 @@ def newton_stage(
             ok = _call_newton_direction(addresses[_DIRECTION], g_tot[0], h_tot[0], k_tot[0], slot_a, slot_b,
                                         slot_groups, num_slots > 0, is_static, dyn_index, dx, dense, rhs, sol, work,
                                         perm, local)
+            # g . dx: the descent test of the IF_FAIL modes and the line search's slope (-dPhi/dlambda at 0).
+            slope = 0.0
+            for b in range(n):
+                for i in range(6):
+                    slope += g_tot[0, b, i] * dx[b, i]
             if if_fail and not project_always and not retrying:
                 # newton_direction's retry: a failed solve or no descent (g . dx <= 0; dx = 0 when the solve failed)
                 # re-evaluates this iterate with PSD-projected blocks and solves again; IF_FAIL_ALWAYS keeps the
                 # projection for the rest of the stage, IF_FAIL_RETRY for this iteration only.
-                descent = 0.0
-                for b in range(n):
-                    for i in range(6):
-                        descent += g_tot[0, b, i] * dx[b, i]
-                if not (ok and descent > 0.0):
+                if not (ok and slope > 0.0):
                     retrying = True
                     project = True
                     _copy(c_try_f, 0, c_f, 0, n3)
@@ -774,10 +775,6 @@ def newton_stage(
             stop_next = np.sqrt(dx2) <= rel_step_tol * np.sqrt(x2 + a2)
             # Line search on lambda = 1, alpha, alpha^2, ... from here (newton._line_search).
             norm_start = _norm(g_tot_f)
-            slope = 0.0
-            for b in range(n):
-                for i in range(6):
-                    slope += g_tot[0, b, i] * dx[b, i]
             e_start = e_tot[0]
             k = 0
             lam = 1.0
