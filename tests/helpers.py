@@ -5,6 +5,22 @@ import numpy as np
 from superdex_gym.sim import shapes
 
 
+def assert_worker_threads_give_the_serial_bits(run):
+    """``run()`` (arrays, e.g. the final poses) stepped serially, then again with ``initialize(num_worker_threads=2)``
+    (the compiled Newton on 2 threads): the same arrays, bit for bit."""
+    import superdex_gym.sim as mochi
+
+    serial = run()
+    try:
+        mochi.initialize(num_worker_threads=2)
+        threaded = run()
+    finally:
+        mochi.shutdown()
+    assert len(threaded) == len(serial)
+    for got, want in zip(threaded, serial):
+        np.testing.assert_array_equal(got, want)
+
+
 def box_arrays(half):
     """(vertices, triangles) of the product's 12-triangle box (CCW seen from outside); a scalar half size is a
     cube."""

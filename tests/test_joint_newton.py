@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import superdex_gym.sim as mochi
+from helpers import assert_worker_threads_give_the_serial_bits
 from superdex_gym.sim import pipeline
 
 # The kicked chains swing fast past the small static anchor sphere: the tunnelling diagnostic warns (harmless here).
@@ -143,14 +144,7 @@ def test_joint_worlds_stepped_together_equal_worlds_stepped_alone(case, monkeypa
 @pytest.mark.slow
 def test_joint_scenes_on_worker_threads_give_the_serial_bits(monkeypatch):
     """The threaded compiled Newton slices every per-world argument, the joint sets' g_old among them."""
-    _, c_serial, r_serial, _ = _run(True, monkeypatch, 3, steps=8, **CASES["mixed"])
-    try:
-        mochi.initialize(num_worker_threads=2)
-        _, c_threads, r_threads, _ = _run(True, monkeypatch, 3, steps=8, **CASES["mixed"])
-    finally:
-        mochi.shutdown()
-    np.testing.assert_array_equal(c_threads, c_serial)
-    np.testing.assert_array_equal(r_threads, r_serial)
+    assert_worker_threads_give_the_serial_bits(lambda: _run(True, monkeypatch, 3, steps=8, **CASES["mixed"])[1:3])
 
 
 def test_joint_types_take_the_compiled_path_unless_exact_hessian(monkeypatch):

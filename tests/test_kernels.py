@@ -279,8 +279,8 @@ def _contact_cases():
 
 @pytest.mark.parametrize("collider", ["plane", "sphere", "box", "rotated box", "grid", "mesh"])
 @pytest.mark.parametrize("static_collider", [True, False], ids=["static", "dynamic"])
-@pytest.mark.parametrize("mode", ["default", "implicit load", "explicit normals", "explicit, no fade", "no fade", "cinf",
-                                  "exact coulomb", "frictionless"])
+@pytest.mark.parametrize("mode", ["default", "implicit load", "explicit normals", "explicit, no fade", "no fade",
+                                  "cinf", "exact coulomb", "frictionless"])
 def test_contact_kernel_equals_numpy_oracle(collider, static_collider, mode):
     """The contact kernel (every sample, pair and world in one call) against the numpy evaluation, in the slip,
     ramp and deep regimes at once (random small rotations, 2 mm stage motion, 4 worlds, one of them apart so the

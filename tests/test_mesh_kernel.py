@@ -25,7 +25,7 @@ from superdex_gym.sim.kernels import contact as contact_kernels
 from superdex_gym.sim.kernels import contact_geometry
 from superdex_gym.sim.kernels.mesh import MESH, MESH_ROW, mesh_sdf_address, pack_mesh
 
-from helpers import box_arrays
+from helpers import assert_worker_threads_give_the_serial_bits, box_arrays
 
 U = 2.0 ** -53  # unit round-off of float64
 
@@ -339,11 +339,4 @@ def test_a_mesh_scene_on_worker_threads_gives_the_serial_bits(monkeypatch):
         assert scene.solver_path() == "compiled (fused step)"
         return scene._state.current.com_position.copy(), scene._state.current.rotation.copy()
 
-    serial = run()
-    try:
-        mochi.initialize(num_worker_threads=2)
-        threaded = run()
-    finally:
-        mochi.shutdown()
-    np.testing.assert_array_equal(threaded[0], serial[0])
-    np.testing.assert_array_equal(threaded[1], serial[1])
+    assert_worker_threads_give_the_serial_bits(run)

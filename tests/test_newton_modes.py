@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 
 import superdex_gym.sim as mochi
+from helpers import assert_worker_threads_give_the_serial_bits
 from superdex_gym.sim import newton, pipeline
 from superdex_gym.sim.kernels import newton as newton_kernels
 from superdex_gym.sim.params import PsdProjMode
@@ -152,14 +153,8 @@ def test_if_fail_worlds_stepped_together_equal_worlds_stepped_alone(mode, monkey
 
 @pytest.mark.slow
 def test_if_fail_worker_threads_give_the_serial_bits(monkeypatch):
-    _, c_serial, r_serial, _ = _run_tops(True, PsdProjMode.IF_FAIL_RETRY, monkeypatch, 5, steps=12)
-    try:
-        mochi.initialize(num_worker_threads=2)
-        _, c_threads, r_threads, _ = _run_tops(True, PsdProjMode.IF_FAIL_RETRY, monkeypatch, 5, steps=12)
-    finally:
-        mochi.shutdown()
-    np.testing.assert_array_equal(c_threads, c_serial)
-    np.testing.assert_array_equal(r_threads, r_serial)
+    assert_worker_threads_give_the_serial_bits(
+        lambda: _run_tops(True, PsdProjMode.IF_FAIL_RETRY, monkeypatch, 5, steps=12)[1:3])
 
 
 # --- RigidPivotToRigidTarget -------------------------------------------------------------------------------------
@@ -256,14 +251,7 @@ def test_target_pivot_worlds_stepped_together_equal_worlds_stepped_alone(case, m
 @pytest.mark.slow
 def test_target_pivots_on_worker_threads_give_the_serial_bits(monkeypatch):
     """The threaded compiled Newton slices the target set's per-world g_old (damped) like the others."""
-    _, c_serial, r_serial, _ = _run_carried(True, monkeypatch, 5, steps=8, damping=5.0)
-    try:
-        mochi.initialize(num_worker_threads=2)
-        _, c_threads, r_threads, _ = _run_carried(True, monkeypatch, 5, steps=8, damping=5.0)
-    finally:
-        mochi.shutdown()
-    np.testing.assert_array_equal(c_threads, c_serial)
-    np.testing.assert_array_equal(r_threads, r_serial)
+    assert_worker_threads_give_the_serial_bits(lambda: _run_carried(True, monkeypatch, 5, steps=8, damping=5.0)[1:3])
 
 
 def test_target_pivots_take_the_compiled_path_unless_exact_hessian(monkeypatch):
