@@ -11,7 +11,8 @@ import numpy as np
 
 from . import actor_queries, lie
 from .geometry_types import Aabb, ActorType, Error, MeshDataView, QueryHandle, SdfDistances, transformed_aabb
-from .params import QueryType
+from .mass_properties import inertia_from_real6, real6_from_inertia, second_moment_from_inertia
+from .params import ConvergenceStatus, QueryType
 from .transforms import Quaternion, TransformRT, as_vector3
 
 
@@ -187,15 +188,11 @@ class RigidActor:
 
     def get_rigid_moment_of_inertia_local(self) -> np.ndarray:
         """Real6 (ixx, ixy, ixz, iyy, iyz, izz) about the CoM, local axes, negative tensor notation."""
-        from .mass_properties import real6_from_inertia
-
         j = self._record.second_moment
         return real6_from_inertia(np.trace(j) * np.eye(3) - j)
 
     def set_inertia_properties(self, mass: float, center_of_mass, moment_of_inertia) -> None:
         """Explicit mass [kg], CoM (local frame) and Real6 inertia about the CoM. The root transform is kept."""
-        from .mass_properties import inertia_from_real6, second_moment_from_inertia
-
         self._require_dynamic("set_inertia_properties")
         mass = float(mass)
         if not np.isfinite(mass) or mass <= 0:
@@ -369,7 +366,5 @@ class RigidActor:
 
     # --- status -------------------------------------------------------------------------------------------------
     def get_convergence_status(self, world: int = 0):
-        from .params import ConvergenceStatus
-
         row, w = self._row(), self._scene._check_world(world)
         return ConvergenceStatus(int(self._scene._actor_status[w, row]))

@@ -8,6 +8,7 @@ shared (numba's prange pool slowed batched steps 2-60x under load in the prototy
 
 from __future__ import annotations
 
+from . import threads
 from .scene import Scene
 
 _state = {"initialized": False, "num_worker_threads": -1, "scenes": []}
@@ -21,17 +22,19 @@ def initialize(num_worker_threads: int = -1) -> None:
         raise TypeError(f"num_worker_threads must be an integer, got {num_worker_threads!r}")
     _state["initialized"] = True
     _state["num_worker_threads"] = num_worker_threads
+    threads.set_worker_threads(num_worker_threads)
 
 
 def worker_threads() -> int:
     """Threads for world-parallel kernels: ``initialize``'s count when it is >= 2, else 1."""
-    return max(_state["num_worker_threads"], 1) if _state["initialized"] else 1
+    return threads.worker_threads()
 
 
 def shutdown() -> None:
     for scene in list(_state["scenes"]):
         destroy_scene(scene)
     _state["initialized"] = False
+    threads.set_worker_threads(1)
 
 
 def is_initialized() -> bool:

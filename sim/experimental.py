@@ -15,14 +15,14 @@ import warnings
 from dataclasses import dataclass
 
 from . import actor_queries
+from .actor import RigidActor
 from .contact import restitution
 from .geometry_types import Error, InvalidArgumentError
 from .params import LineSearchType, QueryType
+from .scene import Scene
 
 
 def _check_actor(actor, name: str = "actor"):
-    from .actor import RigidActor
-
     if not isinstance(actor, RigidActor):
         raise TypeError(f"{name} must be a RigidActor, got {type(actor).__name__}")
     actor._row()
@@ -30,8 +30,6 @@ def _check_actor(actor, name: str = "actor"):
 
 
 def _check_scene(scene, name: str = "scene"):
-    from .scene import Scene
-
     if not isinstance(scene, Scene):
         raise TypeError(f"{name} must be a Scene, got {type(scene).__name__}")
     return scene

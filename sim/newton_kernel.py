@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from .constraint_system import ConstraintSystem
 from .constraints.base import checked_stage_dt
+from .contact.potential import _FRICTION_MODEL_CODE
+from .contact_system import ContactSystem
 from .jit import kernel_array
+from .threads import run_world_slices, worker_threads
 from .kernels import contact as contact_kernels
 from .kernels import joints as joint_kernels
 from .kernels import newton as newton_kernels
+from .newton import NewtonResult, _actor_residuals, _residual_norm
 from .params import ConvergenceMode, LineSearchType, NonLinearSolverParams, PsdProjMode, Verbosity
 from .potentials.base import StageContext
 from .potentials.external import DofLoads, Gravity, OffsetForces
@@ -25,40 +30,11 @@ _LS_CODE = {LineSearchType.NONE: newton_kernels.LS_NONE, LineSearchType.SIMPLE: 
             LineSearchType.ARMIJO: newton_kernels.LS_ARMIJO,
             LineSearchType.RESIDUAL_NORM: newton_kernels.LS_RESIDUAL_NORM,
             LineSearchType.ARMIJO_OR_RESIDUAL_NORM: newton_kernels.LS_ARMIJO_OR_RESIDUAL_NORM}
-_FRICTION_CODE = None  # filled lazily from contact.potential (import order)
 # The constraint types the compiled Newton evaluates (Gauss-Newton Hessian), with their newton_stage set kinds.
 _SET_KINDS = {"RigidPivotPosition": newton_kernels.SET_POINT_PIVOTS,
               "RigidPivotRotation": newton_kernels.SET_ROTATION_PIVOTS,
               "RigidPivotToRigidTarget": newton_kernels.SET_TARGET_PIVOTS, **newton_kernels.JOINT_KINDS}
 _JOINT_CODES = frozenset(newton_kernels.JOINT_KINDS.values())
-
-
-def run_world_slices(stage, num_worlds: int) -> None:
-    """``stage(slice)`` over all worlds: one call, or with ``initialize(num_worker_threads=N)``, N >= 2, one
-    contiguous slice of worlds per worker thread (the kernels release the GIL). Every world is computed alone, so
-    the results are bit-identical to one call; serial by default because these machines' cores are shared."""
-    from .context import worker_threads
-
-    threads = min(worker_threads(), num_worlds)
-    if threads < 2:
-        stage(slice(None))
-        return
-    bounds = np.linspace(0, num_worlds, threads + 1).round().astype(int)
-    futures = [_pool(threads).submit(stage, slice(lo, hi)) for lo, hi in zip(bounds[:-1], bounds[1:])]
-    for future in futures:
-        future.result()  # re-raises a worker's exception here
-
-
-_POOLS: dict = {}
-
-
-def _pool(threads: int):
-    """One lazily created thread pool per worker count, kept for the process (threads are cheap to keep idle)."""
-    if threads not in _POOLS:
-        from concurrent.futures import ThreadPoolExecutor
-
-        _POOLS[threads] = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="superdex-worlds")
-    return _POOLS[threads]
 
 
 class KernelPlan:
@@ -71,9 +47,6 @@ class KernelPlan:
 
 def plan(potentials, params: NonLinearSolverParams):
     """A `KernelPlan` when the compiled Newton can solve this scene's stages, else the reason it cannot (str)."""
-    from .constraint_system import ConstraintSystem
-    from .contact_system import ContactSystem
-
     if params.line_search_type not in _LS_CODE:
         return f"line_search_type {params.line_search_type.name}"
     if params.max_elapsed_time_seconds > 0:
@@ -252,8 +225,6 @@ def _no_pivots(kind, num_worlds):
 
 def solve(kplan: KernelPlan, ctx: StageContext, com_position, rotation, params: NonLinearSolverParams):
     """`newton.newton_solve` on the compiled per-world Newton; returns a `newton.NewtonResult`."""
-    from .newton import NewtonResult, _actor_residuals, _residual_norm
-
     num_worlds, n = com_position.shape[:2]
     pot = kplan.contact.potential() if kplan.contact is not None else None
     if pot is not None:
@@ -293,8 +264,6 @@ def _contact_inputs(pot):
     contact system builds a new potential when the scene changes)."""
     args = pot.__dict__.get("_stage_inputs")
     if args is None:
-        from .contact.potential import _FRICTION_MODEL_CODE
-
         cfg = pot.config
         slots = pot._coupling_slots
         args = pot._stage_inputs = (
@@ -412,7 +381,7 @@ def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0
             for child in compiling:
                 child.wait()
         addresses = _LOADED[flags] = newton_kernels.callee_addresses(needed)
-    if num_worlds == 1 or _single_thread():
+    if num_worlds == 1 or worker_threads() < 2:
         args[0] = addresses
         newton_kernels.newton_stage(*args)
     else:
@@ -459,18 +428,6 @@ def _per_world_positions(num_contact: int, num_solver: int) -> tuple:
 _NEEDED: dict = {}  # needed_callees per (newton_euler, loads, offset_forces, contact, point, rotation pivots, joints)
 _SET_ORDER: dict = {}  # set_order arrays per tuple of set kinds
 _NO_JOINTS: dict = {}  # (joint arguments, slot_groups) of a stage without joints, per (worlds, contact slots)
-
-
-def _single_thread() -> bool:
-    return _worker_threads() < 2
-
-
-def _worker_threads() -> int:
-    from .context import worker_threads  # sim.context imports the scene, which imports this module
-
-    global _worker_threads
-    _worker_threads = worker_threads
-    return worker_threads()
 
 
 def _no_contact():

@@ -29,6 +29,8 @@ from .integration import (
     step_start_rotations,
     step_start_vectors,
 )
+from .constraint_system import ConstraintSystem
+from .contact_system import ContactSystem
 from .model import Kinematics, Model, State, convergence_weights
 from . import fused_step, newton_kernel
 from .jit import kernel_array
@@ -94,18 +96,8 @@ def _plan_signature(potentials) -> tuple:
 
 
 def system_types() -> tuple:
-    """(ContactSystem, ConstraintSystem), imported at first use (they import this module): the scene's two
-    potentials whose hooks the step knows."""
-    global _SYSTEM_TYPES
-    if _SYSTEM_TYPES is None:
-        from .constraint_system import ConstraintSystem
-        from .contact_system import ContactSystem
-
-        _SYSTEM_TYPES = (ContactSystem, ConstraintSystem)
-    return _SYSTEM_TYPES
-
-
-_SYSTEM_TYPES = None
+    """(ContactSystem, ConstraintSystem): the scene's two potentials whose hooks the step knows."""
+    return (ContactSystem, ConstraintSystem)
 
 
 def step_path_name(path: str, detail, solver, reason=None) -> str:

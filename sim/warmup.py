@@ -10,6 +10,14 @@ from __future__ import annotations
 import math
 import time
 
+from . import fused_step
+from .contact.colliders import ColliderType
+from .context import create_scene
+from .experimental import enable_newton_euler_inertia
+from .params import InitialGuess
+from .shapes import create_box_mesh_shape, create_icosphere_shape, create_plane_shape
+from .transforms import TransformRT
+
 
 def compile_kernels() -> float:
     """Step a small scene that reaches every default-path kernel (contact on the plane, box, sphere and grid-SDF
@@ -18,12 +26,6 @@ def compile_kernels() -> float:
     convergence weights, the static actors' selection, the fused step's kernels, the tunnelling ratio next to a static box that turns between
     the steps) and return the seconds it took: ~25-30 s from a cold cache (the compiled Newton's callees in two child
     processes meanwhile, `kernels.newton.compile_callees_elsewhere`), under 1 s from a warm one."""
-    from . import (ColliderType, InitialGuess, create_box_mesh_shape, create_icosphere_shape, create_plane_shape,
-                   create_scene)
-    from . import fused_step
-    from .experimental import enable_newton_euler_inertia
-    from .transforms import TransformRT
-
     start = time.perf_counter()
     scene = create_scene("compile-kernels")
     solver = scene.get_solver_params()  # the free-finger envs' start: it asks the contact depth kernel

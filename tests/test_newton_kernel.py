@@ -201,7 +201,7 @@ def test_worlds_stepped_together_equal_worlds_stepped_alone(compiled_newton):
 def test_worker_threads_give_the_serial_results_bit_for_bit(compiled_newton, monkeypatch, threads):
     """``initialize(num_worker_threads=N)`` splits the worlds into N contiguous slices on N threads (5 worlds: 3+2
     and 2+1+2 split), each world computed as alone: the same bits as the serial step."""
-    from superdex_gym.sim import newton_kernel
+    from superdex_gym.sim import threads as sim_threads
 
     def run():
         scene, actors = _stack(5)
@@ -214,7 +214,7 @@ def test_worker_threads_give_the_serial_results_bit_for_bit(compiled_newton, mon
 
     serial_c, serial_r = run()
     submitted = []
-    real_pool = newton_kernel._pool
+    real_pool = sim_threads._pool
 
     class Recording:  # the real pool, recording which slices of worlds each step hands out
         def __init__(self, n):
@@ -224,7 +224,7 @@ def test_worker_threads_give_the_serial_results_bit_for_bit(compiled_newton, mon
             submitted.append((worlds.start, worlds.stop))
             return self.pool.submit(fn, worlds)
 
-    monkeypatch.setattr(newton_kernel, "_pool", Recording)
+    monkeypatch.setattr(sim_threads, "_pool", Recording)
     try:
         mochi.initialize(num_worker_threads=threads)
         threaded_c, threaded_r = run()

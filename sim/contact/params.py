@@ -6,6 +6,8 @@ import enum
 import math
 from dataclasses import dataclass, fields
 
+from .ramp import CoulombFrictionModel, coerce_friction_model
+
 
 def _check_finite(name: str, value: float) -> float:
     value = float(value)
@@ -179,8 +181,6 @@ class ContactEvalConfig:
     exact_geometric_hessian: bool = False
 
     def __post_init__(self):
-        from .ramp import CoulombFrictionModel, coerce_friction_model
-
         model = CoulombFrictionModel.C1_REGULARIZED if self.friction_model is None else self.friction_model
         object.__setattr__(self, "friction_model", coerce_friction_model(model))
         if self.explicit_normals and self.implicit_normal_force_for_dissipation:
