@@ -266,10 +266,11 @@ def _contact_inputs(pot):
     if args is None:
         cfg = pot.config
         slots = pot._coupling_slots
+        # Plain tuples: a namedtuple argument costs numba's dispatch more to type.
         args = pot._stage_inputs = (
-            True, *pot._kernel_samples, *pot._kernel_pairs, *pot._kernel_colliders,
-            _FRICTION_MODEL_CODE[cfg.friction_model], bool(cfg.fade_friction),
-            contact_kernels.load_mode(cfg), bool(cfg.fitted_friction_hessian),
+            True, tuple(pot._kernel_samples), tuple(pot._kernel_pairs), tuple(pot._kernel_colliders),
+            (_FRICTION_MODEL_CODE[cfg.friction_model], bool(cfg.fade_friction), contact_kernels.load_mode(cfg),
+             bool(cfg.fitted_friction_hessian)),
             kernel_array(slots.body_a, np.int64), kernel_array(slots.body_b, np.int64))
     return args
 
@@ -312,7 +313,6 @@ def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0
                 pp = _pivot_inputs(cs, kind, stage_dt, com0, rot0, world_rows)
             else:
                 pr = _pivot_inputs(cs, kind, stage_dt, com0, rot0, world_rows)
-    has_constraints = bool(order)
     set_order = _SET_ORDER.get(tuple(order))
     if set_order is None:
         set_order = _SET_ORDER[tuple(order)] = np.array(order, dtype=np.int64)
@@ -338,13 +338,6 @@ def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0
     has_offset = offset_force is not None
     offset_force = kernel_array(offset_force) if has_offset else _empty((num_worlds, n, 0, 3))
     offset_local = kernel_array(offset_local) if has_offset else _empty((n, 0, 3))
-
-    out_c = np.empty((num_worlds, n, 3))
-    out_r = np.empty((num_worlds, n, 3, 3))
-    out_grad = np.empty((num_worlds, n, 6))
-    status = np.empty(num_worlds, dtype=np.int64)
-    iterations = np.empty(num_worlds, dtype=np.int64)
-    ls_iterations = np.empty(num_worlds, dtype=np.int64)
     external_force = kernel_array(external_force)
     any_load = bool(np.logical_or.reduce(external_force, axis=None))
     flags = (any_newton_euler, any_load, has_offset, bool(contact_args[0]), pp[0] > 0 or pt[0].shape[0] > 0,
@@ -352,41 +345,31 @@ def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0
     needed = _NEEDED.get(flags)
     if needed is None:
         needed = _NEEDED[flags] = newton_kernels.needed_callees(*flags)
-    solver_args = _solver_args(params)
-    stage_dt = float(stage_dt)
 
-    # newton_stage's arguments in order; the per-world ones (leading axis W) at the positions in `per_world`.
-    args = [None, arrays.mass, arrays.second_moment, arrays.is_static, arrays.has_gravity,
-            arrays.rotational_inertia, arrays.inertia, arrays.newton_euler, any_newton_euler, dyn_index,
-            stage_dt, com0, rot0, vel0, omega0, sym0, gravity, external_force,
-            offset_force, offset_local, has_offset, force_weight, torque_weight, *contact_args,
-            has_constraints, set_order, world_rows, *pp, *pr, *pt, *joint_args, slot_groups, *solver_args,
-            guess_c, guess_r, out_c, out_r, out_grad, status, iterations, ls_iterations]
-
-    def stage(w, addresses):
-        """The worlds ``w`` (a slice): every per-world array is sliced along its leading axis (contiguous views),
-        so each world is solved exactly as in one call over all of them."""
-        call = list(args)
-        call[0] = addresses
-        if w is not None:
-            for k in _per_world_positions(len(contact_args), len(solver_args)):
-                call[k] = call[k][w]
-        newton_kernels.newton_stage(*call)
+    # newton_stage's groups (kernels/newton.py names them).
+    bodies = (arrays.mass, arrays.second_moment, arrays.is_static, arrays.has_gravity, arrays.rotational_inertia,
+              arrays.inertia, arrays.newton_euler, any_newton_euler, dyn_index)
+    stage = (float(stage_dt), com0, rot0, vel0, omega0, sym0, gravity, external_force, offset_force, offset_local,
+             has_offset, force_weight, torque_weight)
+    sets = (bool(order), set_order, world_rows, pp, pr, pt, joint_args, slot_groups)
+    io = (guess_c, guess_r, np.empty((num_worlds, n, 3)), np.empty((num_worlds, n, 3, 3)),
+          np.empty((num_worlds, n, 6)), np.empty(num_worlds, dtype=np.int64), np.empty(num_worlds, dtype=np.int64),
+          np.empty(num_worlds, dtype=np.int64))
+    groups = (bodies, stage, contact_args, sets, _solver_args(params), io)
 
     addresses = _LOADED.get(flags)  # the callees' addresses once every needed one is loaded (they never move)
     if addresses is None:
         compiling = [] if newton_kernels.newton_stage.overloads else newton_kernels.compile_callees_elsewhere(needed)
         if compiling:  # a cold cache: compile newton_stage here (a call on no worlds) while children compile callees
-            stage(slice(0, 0), np.zeros_like(newton_kernels._addresses))
+            newton_kernels.newton_stage(np.zeros_like(newton_kernels._addresses), *groups, 0, 0)
             for child in compiling:
                 child.wait()
         addresses = _LOADED[flags] = newton_kernels.callee_addresses(needed)
     if num_worlds == 1 or worker_threads() < 2:
-        args[0] = addresses
-        newton_kernels.newton_stage(*args)
+        newton_kernels.newton_stage(addresses, *groups, 0, num_worlds)
     else:
-        run_world_slices(lambda w: stage(w, addresses), num_worlds)
-    return out_c, out_r, out_grad, status, iterations, ls_iterations
+        run_world_slices(lambda w: newton_kernels.newton_stage(addresses, *groups, w.start, w.stop), num_worlds)
+    return io[2:]
 
 
 def _solver_args(params: NonLinearSolverParams) -> tuple:
@@ -412,19 +395,6 @@ _SOLVER_ARGS: dict = {}
 _LOADED: dict = {}  # callee_addresses per stage flags, filled once every callee the flags need is loaded
 
 
-def _per_world_positions(num_contact: int, num_solver: int) -> tuple:
-    """The positions in newton_stage's argument list of the arrays with a leading world axis: the stage start,
-    gravity, loads, offset forces, torque weights, world rows, the pivot and joint sets' g_old, Newton's start and
-    the outputs."""
-    after_contact = 23 + num_contact  # has_constraints
-    pivots = after_contact + 3  # the first pivot set's 9 inputs; its g_old is the fifth
-    target_pivots = pivots + 18  # RigidPivotToRigidTarget's 5 inputs; its g_old is the fourth
-    joints = target_pivots + 5  # the packed joint sets (floats, ints, g_old), then slot_groups
-    outputs = joints + 4 + num_solver
-    return ((11, 12, 13, 14, 15, 16, 17, 18, 22, after_contact + 2, pivots + 4, pivots + 13, target_pivots + 3,
-             joints + 2) + tuple(range(outputs, outputs + 8)))
-
-
 _NEEDED: dict = {}  # needed_callees per (newton_euler, loads, offset_forces, contact, point, rotation pivots, joints)
 _SET_ORDER: dict = {}  # set_order arrays per tuple of set kinds
 _NO_JOINTS: dict = {}  # (joint arguments, slot_groups) of a stage without joints, per (worlds, contact slots)
@@ -439,7 +409,7 @@ def _no_contact():
              z((0, 3)), z((0,)), z((0,), np.int64), z((0,), b))
     colliders = (z((0,), np.int64), z((0, 3)), z((0, 3)), z((0, 3, 3)), z((0,)), z((0, 3)), z((0,)), z((0,)),
                  z((0,), np.int64), z((0, 3), np.int64), z((0, 3)), z((0, 3)), z((0, 3)))
-    return (False, *samples, *pairs, *colliders, 0, False, contact_kernels.LOAD_RECONSTRUCTED, False,
+    return (False, samples, pairs, colliders, (0, False, contact_kernels.LOAD_RECONSTRUCTED, False),
             z((0,), np.int64), z((0,), np.int64))
 
 

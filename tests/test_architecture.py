@@ -16,7 +16,6 @@ SIM = Path(__file__).resolve().parent.parent / "sim"
 MAX_LINES, MAX_PARAMS, MAX_LOCAL_IMPORTS = 150, 30, 3
 # (module, function): the compiled layer's functions over the limits, to be split (never added to).
 OVER_LIMIT = {
-    ("sim.kernels.newton", "newton_stage"),
     ("sim.kernels.contact", "contact_rows"),
     ("sim.kernels.contact", "_world_rows"),
     ("sim.kernels.fused", "stage_begin"),

@@ -387,401 +387,444 @@ def compile_callees_elsewhere(needed: list[int]) -> list:
                                  for group in groups if group])
 
 
+# newton_stage's inputs come in groups (tuples typed once per stage layout, so the call stays cheap and an added
+# array changes one group, not a long argument list):
+#   bodies  (mass, second_moment, is_static, has_gravity, rot_active, inertia, ne_active, any_newton_euler,
+#            dyn_index): model.bodies' kernel arrays and the flags of the optional core potentials
+#   stage   (stage_dt, com0, rot0, vel0, omega0, sym0, gravity_w, external_force, offset_force, offset_local,
+#            has_offset_forces, force_weight, torque_weight): the stage start and loads, leading axis W
+#   contact (has_contact, samples, pairs, colliders, config, slot_a, slot_b): ContactPotential's frozen arrays
+#            (ContactSampleArrays, ContactPairArrays, ContactColliderArrays), its configuration (friction model,
+#            fade_friction, load mode, fitted Hessian) and the coupling slots of every pair (contact's, then joints')
+#   sets    (has_constraints, set_order, world_index, pp, pr, pt, joints, slot_groups): the constraint sets in the
+#            order ``set_order`` (SET_* kinds): position pivots pp and rotation pivots pr (count, actors, geometry,
+#            target, g_old, stiffness, damp, saturation, damped), RigidPivotToRigidTarget pt (actors, arms, target
+#            points, g_old, (3, C) parameters), the joint sets packed (joints.joint_set_terms: floats, ints,
+#            g_old (W, 3 Cj)), `_newton_direction`'s coupling groups
+#   solver  (max_iter, global_convergence, abs_tol, rel_tol, rel_step_tol, psd_mode, explosion_control,
+#            abs_div_tol, rel_div_tol, ls_type, ls_max_iter, ls_alpha, ls_wolfe1, ls_max_rel_increase,
+#            best_iterate_on_stop)
+#   io      (guess_c, guess_r, out_c, out_r, out_grad, status, iterations, ls_iterations): Newton's start (W, N, ...)
+#            and the outputs
+# and the worlds [first_world, end_world) to solve: threads get contiguous ranges of one call's arrays.
+# One world's buffers are allocated once per call and grouped the same way (`_world_buffers`).
+
+
 @kernel(no_cfunc_wrapper=True)  # called from Python only: no C-callable wrapper to build
-def newton_stage(
-        # the addresses of the kernels called by address (callee_addresses())
-        addresses,
-        # bodies (model.bodies.kernel_arrays) and the flags of the optional core potentials
-        mass, second_moment, is_static, has_gravity, rot_active, inertia, ne_active, any_newton_euler, dyn_index,
-        # stage context, leading axis W (the group's worlds)
-        stage_dt, com0, rot0, vel0, omega0, sym0, gravity_w, external_force, offset_force, offset_local,
-        has_offset_forces, force_weight, torque_weight,
-        # contact (ContactPotential's frozen arrays, spread) and its configuration
-        has_contact, s_points, s_normals, s_weights, s_start, s_count, p_colliding, p_collider, p_collider_index,
-        p_k, p_eps, p_delta, p_mu, p_c_t, p_c_n, p_falloff_vel, p_max_alignment, p_use_collider_normal,
-        p_dissipative, p_reach, p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector, p_bound_scalar,
-        p_slot, p_flip, c_kind, c_center, c_half_extents, c_rotation, c_radius, c_normal, c_offset, c_grid_values,
-        c_grid_start, c_grid_dims, c_grid_min, c_grid_max, c_grid_cell, friction_model, fade_friction,
-        load_mode, fitted_hessian, slot_a, slot_b,
-        # constraint sets, evaluated in the order ``set_order`` (SET_* kinds): pivots, position (pp_) and rotation
-        # (pr_), spread; RigidPivotToRigidTarget (pt_, five arrays: actors, arms, target points, g_old, parameters);
-        # the joint sets packed (joints.joint_set_terms: floats, ints, g_old (W, 3 Cj)); ``slot_groups``:
-        # `_newton_direction`'s coupling groups
-        has_constraints, set_order, world_index, pp_count, pp_actors, pp_arm, pp_target, pp_g_old, pp_stiffness,
-        pp_damp, pp_saturation, pp_damped, pr_count, pr_actors, pr_local_rotation, pr_target, pr_g_old, pr_stiffness,
-        pr_damp, pr_saturation, pr_damped, pt_actors, pt_arm, pt_point, pt_g_old, pt_params, joint_floats, joint_ints,
-        joint_g_old, slot_groups,
-        # solver parameters (psd_mode: a params.PsdProjMode value)
-        max_iter, global_convergence, abs_tol, rel_tol, rel_step_tol, psd_mode, explosion_control, abs_div_tol,
-        rel_div_tol, ls_type, ls_max_iter, ls_alpha, ls_wolfe1, ls_max_rel_increase, best_iterate_on_stop,
-        # the start iterate (W, N, 3), (W, N, 3, 3) and the outputs
-        guess_c, guess_r, out_c, out_r, out_grad, status, iterations, ls_iterations):
-    num_worlds, n = guess_c.shape[0], guess_c.shape[1]
+def newton_stage(addresses, bodies, stage, contact, sets, solver, io, first_world, end_world):
+    """Every world's Newton solve of one stage (worlds first_world .. end_world - 1), each world alone."""
+    buffers = _world_buffers(bodies, stage, contact, sets, io)
+    for w in range(first_world, end_world):
+        any_load = _load_world(w, stage, sets, io, buffers)
+        _solve_world(w, addresses, bodies, stage, contact, sets, solver, io, buffers, any_load)
+
+
+@inner_kernel
+def _world_buffers(bodies, stage, contact, sets, io):
+    """One world's work buffers (leading axis 1: the potential kernels loop over worlds) with their flat aliases,
+    grouped as (iterate, start, terms, contact work, best iterate, linear solve, set work)."""
+    dyn_index = bodies[8]
+    offset_force = stage[8]
+    has_contact, pairs = contact[0], contact[2]
+    slot_a = contact[5]
+    pp, pr, pt, joints = sets[3], sets[4], sets[5], sets[6]
+    n = io[0].shape[1]
+    n3, n9 = 3 * n, 9 * n
     num_slots = slot_a.shape[0]
-    num_dyn = dyn_index.shape[0]
-    # One world's buffers (leading axis 1: the potential kernels loop over worlds).
-    c = np.empty((1, n, 3))
-    r = np.empty((1, n, 3, 3))
-    c_try = np.empty((1, n, 3))
-    r_try = np.empty((1, n, 3, 3))
-    c0 = np.empty((1, n, 3))
-    r0 = np.empty((1, n, 3, 3))
-    v0 = np.empty((1, n, 3))
-    om0 = np.empty((1, n, 3))
-    s0 = np.empty((1, n, 3, 3))
-    grav = np.empty((1, 3))
-    load = np.empty((1, n, 6))
+    c, r, c_try, r_try = np.empty((1, n, 3)), np.empty((1, n, 3, 3)), np.empty((1, n, 3)), np.empty((1, n, 3, 3))
+    iterate = (c, r, c_try, r_try, c.reshape(n3), r.reshape(n9), c_try.reshape(n3), r_try.reshape(n9))
+    c0, r0, v0, om0, s0 = (np.empty((1, n, 3)), np.empty((1, n, 3, 3)), np.empty((1, n, 3)), np.empty((1, n, 3)),
+                           np.empty((1, n, 3, 3)))
+    grav, load = np.empty((1, 3)), np.empty((1, n, 6))
     off_f = np.empty((1,) + offset_force.shape[1:])
-    e_tot = np.empty(1)
-    g_tot = np.empty((1, n, 6))
-    h_tot = np.empty((1, n, 6, 6))
-    e_try = np.empty(1)
-    g_try = np.empty((1, n, 6))
-    h_try = np.empty((1, n, 6, 6))
-    e_one = np.empty(1)
-    g_one = np.empty((1, n, 6))
-    h_one = np.empty((1, n, 6, 6))
-    k_tot = np.zeros((1, num_slots, 6, 6))
-    h_contact = np.empty((1, n, 6, 6))
-    # The contact rows of the latest evaluation (contact_rows), assembled into the Hessian where Newton takes a step.
-    max_rows = contact_max_rows(p_colliding, s_count) if has_contact else 0
-    row_body = np.empty((max_rows, 3), np.int64)
-    contact_rows_buf = np.empty((max_rows, 18))
-    num_rows = np.zeros(1, np.int64)
-    # The broad phase's reference, recorded at each world's first evaluation (contact_geometry.REACH_*).
+    start = (c0, r0, v0, om0, s0, grav, load, off_f, c0.reshape(n3), r0.reshape(n9), v0.reshape(n3),
+             om0.reshape(n3), s0.reshape(n9), load.reshape(load.size), off_f.reshape(off_f.size))
+    e_tot, g_tot, h_tot = np.empty(1), np.empty((1, n, 6)), np.empty((1, n, 6, 6))
+    e_try, g_try, h_try = np.empty(1), np.empty((1, n, 6)), np.empty((1, n, 6, 6))
+    e_one, g_one, h_one = np.empty(1), np.empty((1, n, 6)), np.empty((1, n, 6, 6))
+    k_tot, h_contact = np.zeros((1, num_slots, 6, 6)), np.empty((1, n, 6, 6))
+    terms = (e_tot, g_tot, h_tot, e_try, g_try, h_try, e_one, g_one, h_one, k_tot, h_contact, g_tot.reshape(6 * n),
+             h_tot.reshape(36 * n), g_try.reshape(6 * n), h_try.reshape(36 * n), g_one.reshape(6 * n),
+             h_one.reshape(36 * n), k_tot.reshape(k_tot.size), h_contact.reshape(36 * n))
+    # The contact rows of the latest evaluation (contact_rows), assembled into the Hessian where Newton takes a step;
+    # reach_state: the broad phase's reference, recorded at each world's first evaluation (contact_geometry.REACH_*).
+    max_rows = contact_max_rows(pairs[0], contact[1][4]) if has_contact else 0
     reach_state = np.empty(1, np.int64)
-    contact_scratch = (np.empty((3, 3)), np.empty((3, 3)), np.empty((8, 3)), np.empty(_CP_SIZE), reach_state,
-                       np.empty((n, 12)), np.empty((p_colliding.shape[0], _RP_SIZE)), np.empty((n, 2)))
-    hessian_scratch = (np.empty((1, 1, 6, 6)), np.empty((3, 6)))
-    best_c = np.empty((n, 3))
-    best_r = np.empty((n, 3, 3))
-    best_g = np.empty((n, 6))
-    dx = np.empty((n, 6))
-    size = max(6 * num_dyn, 6)
-    dense = np.empty((size, size))
-    rhs = np.empty(size)
-    sol = np.empty(size)
-    work = np.empty((size, size))
-    perm = np.empty(size, np.int64)
-    local = np.empty(n, np.int64)
-    inertia_work = np.empty((9, 3, 3))
-    pivot_work = np.empty((4, 3, 3))
-    pp_g = np.empty((1, pp_count, 3))
-    pp_jac = np.empty((1, pp_count, 3, 6))
-    pp_gold = np.empty((1, pp_count, 3))
-    pr_g = np.empty((1, pr_count, 3))
-    pr_jac = np.empty((1, pr_count, 3, 6))
-    pr_gold = np.empty((1, pr_count, 3))
-    # RigidPivotToRigidTarget: the point pivots' kernels on its target points (t_hat + R_hat x_t, (W_set, C, 3),
-    # computed per stage); pt_params (3, C): stiffness, damping / dt, saturation; damped as the set's Python side.
-    pt_count = pt_actors.shape[0]
+    contact_work = (np.empty((max_rows, 3), np.int64), np.empty((max_rows, 18)), np.zeros(1, np.int64),
+                    (np.empty((3, 3)), np.empty((3, 3)), np.empty((8, 3)), np.empty(_CP_SIZE), reach_state,
+                     np.empty((n, 12)), np.empty((pairs[0].shape[0], _RP_SIZE)), np.empty((n, 2))),
+                    (np.empty((1, 1, 6, 6)), np.empty((3, 6))))
+    best = (np.empty(n3), np.empty(n9), np.empty(6 * n))
+    size = max(6 * dyn_index.shape[0], 6)
+    linear = (np.empty((n, 6)), np.empty((size, size)), np.empty(size), np.empty(size), np.empty((size, size)),
+              np.empty(size, np.int64), np.empty(n, np.int64))
+    # RigidPivotToRigidTarget is damped when any damping is (as the set's Python side decides).
+    pt_count = pt[0].shape[0]
     pt_damped = False
     for i in range(pt_count):
-        if pt_params[1, i] != 0.0:
+        if pt[4][1, i] != 0.0:
             pt_damped = True
-    pt_g = np.empty((1, pt_count, 3))
-    pt_jac = np.empty((1, pt_count, 3, 6))
-    pt_gold = np.empty((1, pt_count, 3))
-    pt_gold_f, pt_gold_in = pt_gold.reshape(pt_gold.size), pt_g_old.reshape(pt_g_old.size)
-    # Joint sets: one world's stage-start values and the work of joints.joint_set_terms (the A-B blocks of the
-    # latest evaluation first, copied into their coupling slots where a step is taken).
-    num_joint_slots = joint_ints[1]
-    joint_gold = np.empty(3 * num_joint_slots)
-    joint_work = np.empty(75 * num_joint_slots + 51)  # joints.joint_work_size
-    joint_gold_in = joint_g_old.reshape(joint_g_old.size)
-    rows = np.empty(1, np.int64)
-    rho0 = np.empty(n)
-    # Flat aliases of the buffers and of the per-world arrays (world w's block of X at w * X_f.shape[0] / W, i.e.
-    # at w times the size of its one-world buffer), taken once: see the helpers above.
+    pp_count, pr_count, num_joint_slots = pp[0], pr[0], joints[1][1]
+    set_work = (np.empty(1, np.int64), np.empty((9, 3, 3)), np.empty((4, 3, 3)),
+                np.empty((1, pp_count, 3)), np.empty((1, pp_count, 3, 6)), np.empty((1, pp_count, 3)),
+                np.empty((1, pr_count, 3)), np.empty((1, pr_count, 3, 6)), np.empty((1, pr_count, 3)),
+                np.empty((1, pt_count, 3)), np.empty((1, pt_count, 3, 6)), np.empty((1, pt_count, 3)), pt_damped,
+                np.empty(3 * num_joint_slots), np.empty(75 * num_joint_slots + 51), np.empty(n))  # joint_work_size
+    return iterate, start, terms, contact_work, best, linear, set_work
+
+
+@inner_kernel
+def _load_world(w, stage, sets, io, buffers):
+    """World w's stage start, gravity, loads, offset forces, the damped sets' stage-start values and Newton's start
+    into its buffers; True when the world has a DoF load."""
+    iterate, start, _, contact_work, _, _, set_work = buffers
+    n = io[0].shape[1]
     n3, n9 = 3 * n, 9 * n
-    c_f, r_f, c_try_f, r_try_f = c.reshape(n3), r.reshape(n9), c_try.reshape(n3), r_try.reshape(n9)
-    c0_f, r0_f, v0_f, om0_f, s0_f = c0.reshape(n3), r0.reshape(n9), v0.reshape(n3), om0.reshape(n3), s0.reshape(n9)
-    load_f, off_f_f = load.reshape(load.size), off_f.reshape(off_f.size)
-    g_tot_f, h_tot_f, g_try_f, h_try_f = g_tot.reshape(6 * n), h_tot.reshape(36 * n), g_try.reshape(6 * n), \
-        h_try.reshape(36 * n)
-    g_one_f, h_one_f = g_one.reshape(6 * n), h_one.reshape(36 * n)
-    k_tot_f, h_contact_f = k_tot.reshape(k_tot.size), h_contact.reshape(36 * n)
-    best_c_f, best_r_f, best_g_f = best_c.reshape(n3), best_r.reshape(n9), best_g.reshape(6 * n)
-    pp_gold_f, pr_gold_f = pp_gold.reshape(pp_gold.size), pr_gold.reshape(pr_gold.size)
-    com0_in, rot0_in, vel0_in, omega0_in = com0.reshape(com0.size), rot0.reshape(rot0.size), \
-        vel0.reshape(vel0.size), omega0.reshape(omega0.size)
-    sym0_in, load_in, off_in = sym0.reshape(sym0.size), external_force.reshape(external_force.size), \
-        offset_force.reshape(offset_force.size)
-    pp_gold_in, pr_gold_in = pp_g_old.reshape(pp_g_old.size), pr_g_old.reshape(pr_g_old.size)
-    guess_c_in, guess_r_in = guess_c.reshape(guess_c.size), guess_r.reshape(guess_r.size)
-    out_c_f, out_r_f, out_grad_f = out_c.reshape(out_c.size), out_r.reshape(out_r.size), out_grad.reshape(out_grad.size)
+    c0_f, r0_f, v0_f, om0_f, s0_f, load_f, off_f_f = start[8], start[9], start[10], start[11], start[12], start[13], \
+        start[14]
+    _copy(c0_f, 0, stage[1].reshape(stage[1].size), w * n3, n3)
+    _copy(r0_f, 0, stage[2].reshape(stage[2].size), w * n9, n9)
+    _copy(v0_f, 0, stage[3].reshape(stage[3].size), w * n3, n3)
+    _copy(om0_f, 0, stage[4].reshape(stage[4].size), w * n3, n3)
+    _copy(s0_f, 0, stage[5].reshape(stage[5].size), w * n9, n9)
+    grav, load = start[5], start[6]
+    for i in range(3):
+        grav[0, i] = stage[6][w, i]
+    _copy(load_f, 0, stage[7].reshape(stage[7].size), w * load_f.shape[0], load_f.shape[0])
+    any_load = False
+    for b in range(n):
+        for i in range(6):
+            if load[0, b, i] != 0.0:
+                any_load = True
+    if stage[10]:
+        _copy(off_f_f, 0, stage[8].reshape(stage[8].size), w * off_f_f.shape[0], off_f_f.shape[0])
+    pp, pr, pt, joints = sets[3], sets[4], sets[5], sets[6]
+    if pp[0]:
+        _copy_world(set_work[5], pp[4], w)
+    if pr[0]:
+        _copy_world(set_work[8], pr[4], w)
+    if pt[0].shape[0] and set_work[12]:
+        _copy_world(set_work[11], pt[3], w)
+    num_joint_slots = joints[1][1]
+    if num_joint_slots:
+        _copy(set_work[13], 0, joints[2].reshape(joints[2].size), w * 3 * num_joint_slots, 3 * num_joint_slots)
+    set_work[0][0] = sets[2][w]
+    contact_work[3][4][0] = REACH_RECORD
+    _copy(iterate[6], 0, io[0].reshape(io[0].size), w * n3, n3)
+    _copy(iterate[7], 0, io[1].reshape(io[1].size), w * n9, n9)
+    return any_load
+
+
+@inner_kernel
+def _copy_world(dst, src, w):
+    """World w's block of src (leading axis W) into the one-world buffer dst (leading axis 1)."""
+    size = dst.size
+    _copy(dst.reshape(size), 0, src.reshape(src.size), w * size, size)
+
+
+@inner_kernel
+def _evaluate(addresses, bodies, stage, contact, sets, buffers, any_load, project):
+    """Every potential's terms at the trial iterate into (e_try, g_try, h_try), summed in
+    newton.evaluate_potentials' order (core potentials, then contact, then constraints), static rows of the
+    gradient zeroed. The contact and constraint Hessians stay in the rows and h_one until a step is taken from
+    this iterate (`_direction`). One call site per potential kernel: each costs newton_stage's compile."""
+    mass, second_moment, is_static, has_gravity, rot_active, inertia, ne_active, any_newton_euler, _ = bodies
+    stage_dt, offset_local, has_offset_forces = stage[0], stage[9], stage[10]
+    iterate, start, terms, contact_work, _, _, set_work = buffers
+    c_try, r_try = iterate[2], iterate[3]
+    c0, r0, v0, om0, s0, grav, load, off_f = start[0], start[1], start[2], start[3], start[4], start[5], start[6], \
+        start[7]
+    e_try, g_try, h_try, e_one, g_one, h_one = terms[3], terms[4], terms[5], terms[6], terms[7], terms[8]
+    g_try_f, h_try_f, g_one_f, h_one_f = terms[13], terms[14], terms[15], terms[16]
     # np.bool_(True), not the literal True: a literal argument compiles a second specialization of every potential
     # kernel beside the one the numpy Newton calls from Python.
     hessian = np.bool_(True)
+    # The sum starts from the first potential's terms, as in evaluate_potentials: written in place.
+    _zero(e_try, g_try_f, h_try_f)
+    _call_translational_inertia(addresses[_TRANSLATIONAL], mass, is_static, stage_dt, c_try, c0, v0, hessian, e_try,
+                                g_try, h_try)
+    _zero(e_one, g_one_f, h_one_f)
+    _call_rotational_inertia(addresses[_ROTATIONAL], second_moment, rot_active, stage_dt, r_try, r0, om0, s0, hessian,
+                             project, e_one, g_one, h_one, set_work[1])
+    _add_terms(e_try, g_try_f, h_try_f, e_one, g_one_f, h_one_f)
+    if any_newton_euler:
+        _zero(e_one, g_one_f, h_one_f)
+        _call_newton_euler_inertia(addresses[_NEWTON_EULER], inertia, ne_active, stage_dt, r_try, r0, om0, hessian,
+                                   e_one, g_one, h_one)
+        _add_terms(e_try, g_try_f, h_try_f, e_one, g_one_f, h_one_f)
+    e_one[0] = 0.0
+    _fill_zero(g_one_f)
+    _call_gravity(addresses[_GRAVITY], mass, is_static, has_gravity, grav, c_try, e_one, g_one)
+    e_try[0] = e_try[0] + e_one[0]
+    _accumulate(g_try_f, g_one_f)
+    if any_load:
+        e_one[0] = 0.0
+        _fill_zero(g_one_f)
+        _call_dof_loads(addresses[_DOF_LOADS], is_static, load, c_try, r_try, r0, e_one, g_one)
+        e_try[0] = e_try[0] + e_one[0]
+        _accumulate(g_try_f, g_one_f)
+    if has_offset_forces:
+        _zero(e_one, g_one_f, h_one_f)
+        _call_offset_forces(addresses[_OFFSET_FORCES], is_static, off_f, offset_local, c_try, r_try, hessian,
+                            project, e_one, g_one, h_one)
+        _add_terms(e_try, g_try_f, h_try_f, e_one, g_one_f, h_one_f)
+    if contact[0]:  # energy and gradient; its Hessian from the rows where a step is taken
+        e_one[0] = 0.0
+        _fill_zero(g_one_f)
+        friction_model, fade_friction, load_mode, fitted_hessian = contact[4]
+        _call_contact_rows(addresses[_CONTACT], *contact[1], *contact[2], *contact[3], c_try, r_try, c0, r0, stage_dt,
+                           friction_model, fade_friction, load_mode, fitted_hessian, hessian, e_one, g_one,
+                           contact_work[0], contact_work[1], contact_work[2], *contact_work[3])
+        e_try[0] = e_try[0] + e_one[0]
+        _accumulate(g_try_f, g_one_f)
+    if sets[0]:
+        _zero(e_one, g_one_f, h_one_f)
+        _evaluate_sets(addresses, sets, c_try, r_try, set_work, hessian, e_one, g_one, h_one)
+        # Energy and gradient now; the Hessian stays in h_one until a step is taken from this iterate.
+        e_try[0] = e_try[0] + e_one[0]
+        _accumulate(g_try_f, g_one_f)
+    for b in range(is_static.shape[0]):
+        if is_static[b]:
+            for i in range(6):
+                g_try[0, b, i] = 0.0
+
+
+@inner_kernel
+def _evaluate_sets(addresses, sets, c_try, r_try, set_work, hessian, e_one, g_one, h_one):
+    """The constraint sets' terms at the trial iterate, added into (e_one, g_one, h_one) in ``set_order`` (each set
+    as ConstraintSet._evaluate_kernel)."""
+    set_order, pp, pr, pt, joints = sets[1], sets[3], sets[4], sets[5], sets[6]
+    rows, pivot_work = set_work[0], set_work[2]
+    joint_set = 0
+    for step in range(set_order.shape[0]):
+        kind = set_order[step]
+        if kind == SET_POINT_PIVOTS or kind == SET_TARGET_PIVOTS:
+            # The two point-pivot kinds share their call sites (each site costs newton_stage's compile).
+            if kind == SET_POINT_PIVOTS:
+                s_actors, s_arm, s_target, s_g, s_jac, s_gold = pp[1], pp[2], pp[3], set_work[3], set_work[4], \
+                    set_work[5]
+                s_stiffness, s_damp, s_saturation, s_damped = pp[5], pp[6], pp[7], pp[8]
+            else:
+                s_actors, s_arm, s_target, s_g, s_jac, s_gold = pt[0], pt[1], pt[2], set_work[9], set_work[10], \
+                    set_work[11]
+                s_stiffness, s_damp, s_saturation, s_damped = pt[4][0], pt[4][1], pt[4][2], set_work[12]
+            if s_actors.shape[0]:
+                _call_point_pivot_values(addresses[_POINT_PIVOTS], c_try, r_try, s_actors, rows, s_arm, s_target,
+                                         hessian, s_g, s_jac)
+                _call_one_actor_compliance(addresses[_COMPLIANCE], s_g, s_gold if s_damped else s_g, s_jac, s_actors,
+                                           s_stiffness, s_damp, s_saturation, s_damped, hessian, e_one, g_one, h_one)
+        elif kind == SET_ROTATION_PIVOTS and pr[0]:
+            pr_g, pr_jac, pr_gold = set_work[6], set_work[7], set_work[8]
+            _call_rotation_pivot_values(addresses[_ROTATION_PIVOTS], r_try, pr[1], rows, pr[2], pr[3], hessian, pr_g,
+                                        pr_jac, pivot_work)
+            _call_one_actor_compliance(addresses[_COMPLIANCE], pr_g, pr_gold if pr[8] else pr_g, pr_jac, pr[1], pr[5],
+                                       pr[6], pr[7], pr[8], hessian, e_one, g_one, h_one)
+        elif SET_SPHERICAL <= kind <= SET_TRACKING:
+            _call_joint_set(addresses[_JOINT_SETS], joint_set, c_try, r_try, rows, hessian, joints[0], joints[1],
+                            set_work[13], set_work[14], e_one, g_one, h_one)
+            joint_set += 1
+
+
+@inner_kernel
+def _solve_world(w, addresses, bodies, stage, contact, sets, solver, io, buffers, any_load):
+    """World w's Newton loop from its loaded start (newton._NewtonRun): evaluate, line-search test, stopping
+    tests, direction with the psd_mode's projection, relative step test, next trial; status and counts into io."""
+    (max_iter, global_convergence, abs_tol, rel_tol, rel_step_tol, psd_mode, explosion_control, abs_div_tol,
+     rel_div_tol, ls_type, ls_max_iter, ls_alpha, ls_wolfe1, ls_max_rel_increase, best_iterate_on_stop) = solver
+    is_static, dyn_index = bodies[2], bodies[8]
+    iterate, _, terms, _, best, linear, set_work = buffers
+    c, r, c_f, r_f, c_try_f, r_try_f = iterate[0], iterate[1], iterate[4], iterate[5], iterate[6], iterate[7]
+    e_tot, g_tot, e_try, g_tot_f, g_try_f = terms[0], terms[1], terms[3], terms[11], terms[13]
+    dx = linear[0]
+    n = c.shape[1]
+    # One evaluation point (one call site per potential kernel): the first pass evaluates the start iterate, every
+    # later pass a line-search trial.
     if_fail = psd_mode == PSD_IF_FAIL_RETRY or psd_mode == PSD_IF_FAIL_ALWAYS
-    for w in range(num_worlds):
-        _copy(c0_f, 0, com0_in, w * n3, n3)
-        _copy(r0_f, 0, rot0_in, w * n9, n9)
-        _copy(v0_f, 0, vel0_in, w * n3, n3)
-        _copy(om0_f, 0, omega0_in, w * n3, n3)
-        _copy(s0_f, 0, sym0_in, w * n9, n9)
-        for i in range(3):
-            grav[0, i] = gravity_w[w, i]
-        _copy(load_f, 0, load_in, w * load_f.shape[0], load_f.shape[0])
-        any_load = False
+    started = False
+    retrying = False
+    project_always = psd_mode == PSD_ALWAYS  # per world: IF_FAIL_ALWAYS turns it on at its first retry
+    project = project_always  # the PSD projection of this evaluation's blocks
+    stop_next = False
+    best_energy = np.inf
+    st = NOT_STARTED
+    iters = 0
+    ls_used_max = 0
+    it = 0
+    k = 0
+    lam = 1.0
+    max_tries = 1 if ls_type == LS_NONE else ls_max_iter
+    norm0 = 0.0
+    norm_start = 0.0
+    slope = 0.0
+    e_start = 0.0
+    while True:
+        _evaluate(addresses, bodies, stage, contact, sets, buffers, any_load, project)
+        # A retry's evaluation (psd_mode IF_FAIL_*, below) is of the current iterate with projected blocks: only its
+        # Hessian is new (projection leaves energy and gradient alone), so the iterate's bookkeeping is done.
+        if not retrying:
+            if not started:
+                started = True
+            elif k == max_tries - 1 or _trial_accepted(solver, g_try_f, e_try[0], norm_start, e_start, lam, slope):
+                ls_used_max = max(ls_used_max, k)
+                it += 1
+            else:
+                k += 1
+                lam *= ls_alpha
+                _trial(c_f, r_f, dx, lam, dyn_index, c_try_f, r_try_f)
+                continue
+            _copy(c_f, 0, c_try_f, 0, 3 * n)
+            _copy(r_f, 0, r_try_f, 0, 9 * n)
+            e_tot[0] = e_try[0]
+            _copy(g_tot_f, 0, g_try_f, 0, 6 * n)
+            if it == 0:
+                norm0 = _norm(g_tot_f)
+            # Newton iteration ``it``: best iterate, finishing status, direction, step test, line search start.
+            if best_iterate_on_stop and e_tot[0] < best_energy:
+                best_energy = e_tot[0]
+                _copy(best[0], 0, c_f, 0, 3 * n)
+                _copy(best[1], 0, r_f, 0, 9 * n)
+                _copy(best[2], 0, g_tot_f, 0, 6 * n)
+            fin, capped = _finish_status(w, solver, bodies, stage, g_tot_f, it, norm0, stop_next, set_work[15])
+            if fin != NOT_STARTED:
+                st = fin
+                if capped and best_iterate_on_stop:
+                    _write_out(w, io, best[0], best[1], best[2])
+                else:
+                    _write_out(w, io, c_f, r_f, g_tot_f)
+                break
+        ok = _direction(addresses, contact, sets, is_static, dyn_index, buffers)
+        # g . dx: the descent test of the IF_FAIL modes and the line search's slope (-dPhi/dlambda at 0).
+        slope = 0.0
         for b in range(n):
             for i in range(6):
-                if load[0, b, i] != 0.0:
-                    any_load = True
-        if has_offset_forces:
-            _copy(off_f_f, 0, off_in, w * off_f_f.shape[0], off_f_f.shape[0])
-        if pp_count:
-            _copy(pp_gold_f, 0, pp_gold_in, w * pp_gold_f.shape[0], pp_gold_f.shape[0])
-        if pr_count:
-            _copy(pr_gold_f, 0, pr_gold_in, w * pr_gold_f.shape[0], pr_gold_f.shape[0])
-        if pt_count and pt_damped:
-            _copy(pt_gold_f, 0, pt_gold_in, w * pt_gold_f.shape[0], pt_gold_f.shape[0])
-        if num_joint_slots:
-            _copy(joint_gold, 0, joint_gold_in, w * 3 * num_joint_slots, 3 * num_joint_slots)
-        rows[0] = world_index[w]
-        reach_state[0] = REACH_RECORD
-        _copy(c_try_f, 0, guess_c_in, w * n3, n3)
-        _copy(r_try_f, 0, guess_r_in, w * n9, n9)
-        # One evaluation point (one call site per potential kernel): the first pass evaluates the start iterate,
-        # every later pass a line-search trial.
-        started = False
-        retrying = False
-        project_always = psd_mode == PSD_ALWAYS  # per world: IF_FAIL_ALWAYS turns it on at its first retry
-        project = project_always  # the PSD projection of this evaluation's blocks
-        stop_next = False
-        best_energy = np.inf
-        st = NOT_STARTED
-        iters = 0
-        ls_used_max = 0
-        it = 0
+                slope += g_tot[0, b, i] * dx[b, i]
+        if if_fail and not project_always and not retrying:
+            # newton_direction's retry: a failed solve or no descent (g . dx <= 0; dx = 0 when the solve failed)
+            # re-evaluates this iterate with PSD-projected blocks and solves again; IF_FAIL_ALWAYS keeps the
+            # projection for the rest of the stage, IF_FAIL_RETRY for this iteration only.
+            if not (ok and slope > 0.0):
+                retrying = True
+                project = True
+                _copy(c_try_f, 0, c_f, 0, 3 * n)
+                _copy(r_try_f, 0, r_f, 0, 9 * n)
+                continue
+        if retrying:
+            retrying = False
+            project_always = psd_mode == PSD_IF_FAIL_ALWAYS
+            project = project_always
+        if not ok:
+            st = DIVERGED
+            _write_out(w, io, c_f, r_f, g_tot_f)
+            break
+        iters += 1
+        stop_next = _small_step(c, r, dx, dyn_index, rel_step_tol)
+        # Line search on lambda = 1, alpha, alpha^2, ... from here (newton._line_search).
+        norm_start = _norm(g_tot_f)
+        e_start = e_tot[0]
         k = 0
         lam = 1.0
-        max_tries = 1 if ls_type == LS_NONE else ls_max_iter
-        norm0 = 0.0
-        norm_start = 0.0
-        slope = 0.0
-        e_start = 0.0
-        while True:
-            # Every potential's terms at the trial iterate, summed in newton.evaluate_potentials' order (core
-            # potentials, then contact, then constraints), static rows zeroed. Written out here rather than as a helper
-            # kernel of its own, which compiled its whole tree a second time (9 s of the cold compile).
-            # The sum starts from the first potential's terms, as in evaluate_potentials: written in place.
-            _zero(e_try, g_try_f, h_try_f)
-            _call_translational_inertia(addresses[_TRANSLATIONAL], mass, is_static, stage_dt, c_try, c0, v0, hessian,
-                                        e_try, g_try, h_try)
-            _zero(e_one, g_one_f, h_one_f)
-            _call_rotational_inertia(addresses[_ROTATIONAL], second_moment, rot_active, stage_dt, r_try, r0, om0, s0,
-                                     hessian, project, e_one, g_one, h_one, inertia_work)
-            _add_terms(e_try, g_try_f, h_try_f, e_one, g_one_f, h_one_f)
-            if any_newton_euler:
-                _zero(e_one, g_one_f, h_one_f)
-                _call_newton_euler_inertia(addresses[_NEWTON_EULER], inertia, ne_active, stage_dt, r_try, r0, om0,
-                                           hessian, e_one, g_one, h_one)
-                _add_terms(e_try, g_try_f, h_try_f, e_one, g_one_f, h_one_f)
-            e_one[0] = 0.0
-            _fill_zero(g_one_f)
-            _call_gravity(addresses[_GRAVITY], mass, is_static, has_gravity, grav, c_try, e_one, g_one)
-            e_try[0] = e_try[0] + e_one[0]
-            _accumulate(g_try_f, g_one_f)
-            if any_load:
-                e_one[0] = 0.0
-                _fill_zero(g_one_f)
-                _call_dof_loads(addresses[_DOF_LOADS], is_static, load, c_try, r_try, r0, e_one, g_one)
-                e_try[0] = e_try[0] + e_one[0]
-                _accumulate(g_try_f, g_one_f)
-            if has_offset_forces:
-                _zero(e_one, g_one_f, h_one_f)
-                _call_offset_forces(addresses[_OFFSET_FORCES], is_static, off_f, offset_local, c_try, r_try, hessian,
-                                    project, e_one, g_one, h_one)
-                _add_terms(e_try, g_try_f, h_try_f, e_one, g_one_f, h_one_f)
-            if has_contact:  # energy and gradient; its Hessian from the rows where a step is taken (below)
-                e_one[0] = 0.0
-                _fill_zero(g_one_f)
-                _call_contact_rows(
-                    addresses[_CONTACT], s_points, s_normals, s_weights, s_start, s_count, p_colliding, p_collider,
-                    p_collider_index, p_k, p_eps, p_delta, p_mu, p_c_t, p_c_n, p_falloff_vel, p_max_alignment,
-                    p_use_collider_normal, p_dissipative, p_reach, p_sphere_center, p_sphere_radius, p_bound_is_half,
-                    p_bound_vector, p_bound_scalar, p_slot, p_flip, c_kind, c_center, c_half_extents, c_rotation,
-                    c_radius, c_normal, c_offset, c_grid_values, c_grid_start, c_grid_dims, c_grid_min, c_grid_max,
-                    c_grid_cell, c_try, r_try, c0, r0, stage_dt, friction_model, fade_friction, load_mode,
-                    fitted_hessian, hessian, e_one, g_one, row_body, contact_rows_buf, num_rows, *contact_scratch)
-                e_try[0] = e_try[0] + e_one[0]
-                _accumulate(g_try_f, g_one_f)
-            if has_constraints:
-                _zero(e_one, g_one_f, h_one_f)
-                joint_set = 0
-                for step in range(set_order.shape[0]):  # each set as ConstraintSet._evaluate_kernel
-                    kind = set_order[step]
-                    if kind == SET_POINT_PIVOTS or kind == SET_TARGET_PIVOTS:
-                        # The two point-pivot kinds share their call sites (each site costs newton_stage's compile).
-                        if kind == SET_POINT_PIVOTS:
-                            s_actors, s_arm, s_target, s_g, s_jac, s_gold = pp_actors, pp_arm, pp_target, pp_g, \
-                                pp_jac, pp_gold
-                            s_stiffness, s_damp, s_saturation, s_damped = pp_stiffness, pp_damp, pp_saturation, \
-                                pp_damped
-                        else:
-                            s_actors, s_arm, s_target, s_g, s_jac, s_gold = pt_actors, pt_arm, pt_point, pt_g, \
-                                pt_jac, pt_gold
-                            s_stiffness, s_damp, s_saturation, s_damped = pt_params[0], pt_params[1], pt_params[2], \
-                                pt_damped
-                        if s_actors.shape[0]:
-                            _call_point_pivot_values(addresses[_POINT_PIVOTS], c_try, r_try, s_actors, rows, s_arm,
-                                                     s_target, hessian, s_g, s_jac)
-                            _call_one_actor_compliance(addresses[_COMPLIANCE], s_g, s_gold if s_damped else s_g,
-                                                       s_jac, s_actors, s_stiffness, s_damp, s_saturation, s_damped,
-                                                       hessian, e_one, g_one, h_one)
-                    elif kind == SET_ROTATION_PIVOTS and pr_count:
-                        _call_rotation_pivot_values(addresses[_ROTATION_PIVOTS], r_try, pr_actors, rows,
-                                                    pr_local_rotation, pr_target, hessian, pr_g, pr_jac, pivot_work)
-                        _call_one_actor_compliance(addresses[_COMPLIANCE], pr_g, pr_gold if pr_damped else pr_g,
-                                                   pr_jac, pr_actors, pr_stiffness, pr_damp, pr_saturation, pr_damped,
-                                                   hessian, e_one, g_one, h_one)
-                    elif SET_SPHERICAL <= kind <= SET_TRACKING:
-                        _call_joint_set(addresses[_JOINT_SETS], joint_set, c_try, r_try, rows, hessian, joint_floats,
-                                        joint_ints, joint_gold, joint_work, e_one, g_one, h_one)
-                        joint_set += 1
-                # Energy and gradient now; the Hessian stays in h_one until a step is taken from this iterate.
-                e_try[0] = e_try[0] + e_one[0]
-                _accumulate(g_try_f, g_one_f)
-            for b in range(is_static.shape[0]):
-                if is_static[b]:
-                    for i in range(6):
-                        g_try[0, b, i] = 0.0
-            # A retry's evaluation (psd_mode IF_FAIL_*, below) is of the current iterate with projected blocks: only
-            # its Hessian is new (projection leaves energy and gradient alone), so the iterate's bookkeeping is done.
-            if not retrying:
-                if not started:
-                    accept = True
-                    started = True
-                else:  # the line search's test of trial k (newton._line_search)
-                    last = k == max_tries - 1
-                    if ls_type == LS_NONE:
-                        accept = True
-                    else:
-                        norm_ok = _norm(g_try_f) <= norm_start
-                        armijo_ok = e_try[0] <= e_start - ls_wolfe1 * lam * slope
-                        if ls_type == LS_RESIDUAL_NORM:
-                            accept = norm_ok
-                        elif ls_type == LS_ARMIJO:
-                            accept = armijo_ok
-                        elif ls_type == LS_ARMIJO_OR_RESIDUAL_NORM:
-                            accept = norm_ok or armijo_ok
-                        else:  # SIMPLE
-                            accept = e_try[0] <= e_start + ls_max_rel_increase * abs(e_start)
-                        accept = accept or last
-                    if accept:
-                        ls_used_max = max(ls_used_max, k)
-                        it += 1
-                    else:
-                        k += 1
-                        lam *= ls_alpha
-                        _trial(c_f, r_f, dx, lam, dyn_index, c_try_f, r_try_f)
-                        continue
-                _copy(c_f, 0, c_try_f, 0, n3)
-                _copy(r_f, 0, r_try_f, 0, n9)
-                e_tot[0] = e_try[0]
-                _copy(g_tot_f, 0, g_try_f, 0, 6 * n)
-                if it == 0:
-                    norm0 = _norm(g_tot_f)
-                # Newton iteration ``it``: best iterate, finishing status, direction, step test, line search start.
-                if best_iterate_on_stop and e_tot[0] < best_energy:
-                    best_energy = e_tot[0]
-                    _copy(best_c_f, 0, c_f, 0, n3)
-                    _copy(best_r_f, 0, r_f, 0, n9)
-                    _copy(best_g_f, 0, g_tot_f, 0, 6 * n)
-                fin = NOT_STARTED
-                if stop_next:
-                    fin = STOPPED
-                if _converged(g_tot_f, it, global_convergence, abs_tol, rel_tol, norm0, rho0, is_static,
-                              force_weight, torque_weight, w):
-                    fin = CONVERGED
-                if explosion_control and fin == NOT_STARTED:
-                    nrm = _norm(g_tot_f)
-                    if not np.isfinite(nrm) or nrm > abs_div_tol or nrm > rel_div_tol * max(norm0, 1e-300):
-                        fin = DIVERGED
-                capped = False
-                if it == max_iter and fin == NOT_STARTED:
-                    capped = True
-                    fin = STOPPED
-                if fin != NOT_STARTED:
-                    st = fin
-                    if capped and best_iterate_on_stop:
-                        _copy(out_c_f, w * n3, best_c_f, 0, n3)
-                        _copy(out_r_f, w * n9, best_r_f, 0, n9)
-                        _copy(out_grad_f, w * 6 * n, best_g_f, 0, 6 * n)
-                    else:
-                        _copy(out_c_f, w * n3, c_f, 0, n3)
-                        _copy(out_r_f, w * n9, r_f, 0, n9)
-                        _copy(out_grad_f, w * 6 * n, g_tot_f, 0, 6 * n)
-                    break
-            # The Hessian at this iterate, summed in newton.evaluate_potentials' order as the energy and gradient
-            # were: (core potentials + contact) + constraints. Only here, where a step is taken: the iterate the
-            # solve stops on and rejected line-search trials never need it. The contact and constraint terms of
-            # the latest evaluation (this iterate's) are still in h_try (the core potentials'), the rows and h_one.
-            _copy(h_tot_f, 0, h_try_f, 0, 36 * n)
-            if has_contact:
-                _fill_zero(h_contact_f)
-                _fill_zero(k_tot_f)
-                _call_contact_hessian(addresses[_CONTACT_HESSIAN], row_body, contact_rows_buf, num_rows, p_slot,
-                                      p_flip, h_contact, k_tot, *hessian_scratch)
-                _accumulate(h_tot_f, h_contact_f)
-            if has_constraints:
-                _accumulate(h_tot_f, h_one_f)
-            if num_joint_slots:  # the joints' A-B blocks of this iterate, into their slots after the contact ones
-                _copy(k_tot_f, 36 * (num_slots - num_joint_slots), joint_work, 0, 36 * num_joint_slots)
-            ok = _call_newton_direction(addresses[_DIRECTION], g_tot[0], h_tot[0], k_tot[0], slot_a, slot_b,
-                                        slot_groups, num_slots > 0, is_static, dyn_index, dx, dense, rhs, sol, work,
-                                        perm, local)
-            # g . dx: the descent test of the IF_FAIL modes and the line search's slope (-dPhi/dlambda at 0).
-            slope = 0.0
-            for b in range(n):
-                for i in range(6):
-                    slope += g_tot[0, b, i] * dx[b, i]
-            if if_fail and not project_always and not retrying:
-                # newton_direction's retry: a failed solve or no descent (g . dx <= 0; dx = 0 when the solve failed)
-                # re-evaluates this iterate with PSD-projected blocks and solves again; IF_FAIL_ALWAYS keeps the
-                # projection for the rest of the stage, IF_FAIL_RETRY for this iteration only.
-                if not (ok and slope > 0.0):
-                    retrying = True
-                    project = True
-                    _copy(c_try_f, 0, c_f, 0, n3)
-                    _copy(r_try_f, 0, r_f, 0, n9)
-                    continue
-            if retrying:
-                retrying = False
-                project_always = psd_mode == PSD_IF_FAIL_ALWAYS
-                project = project_always
-            if not ok:
-                st = DIVERGED
-                _copy(out_c_f, w * n3, c_f, 0, n3)
-                _copy(out_r_f, w * n9, r_f, 0, n9)
-                _copy(out_grad_f, w * 6 * n, g_tot_f, 0, 6 * n)
-                break
-            iters += 1
-            # Relative step test on the raw increment: stop next iteration when |dx| <= rel_step_tol |x|.
-            x2 = 0.0
-            a2 = 0.0
-            dx2 = 0.0
-            for d in range(num_dyn):
-                b = dyn_index[d]
-                for i in range(3):
-                    x2 += c[0, b, i] * c[0, b, i]
-                cos_a = 0.5 * ((r[0, b, 0, 0] + r[0, b, 1, 1]) + r[0, b, 2, 2] - 1.0)
-                ang = np.arccos(min(max(cos_a, -1.0), 1.0))
-                a2 += ang * ang
-            for b in range(n):
-                for i in range(6):
-                    dx2 += dx[b, i] * dx[b, i]
-            stop_next = np.sqrt(dx2) <= rel_step_tol * np.sqrt(x2 + a2)
-            # Line search on lambda = 1, alpha, alpha^2, ... from here (newton._line_search).
-            norm_start = _norm(g_tot_f)
-            e_start = e_tot[0]
-            k = 0
-            lam = 1.0
-            _trial(c_f, r_f, dx, lam, dyn_index, c_try_f, r_try_f)
-        status[w] = st
-        iterations[w] = iters
-        ls_iterations[w] = ls_used_max
+        _trial(c_f, r_f, dx, lam, dyn_index, c_try_f, r_try_f)
+    io[5][w] = st
+    io[6][w] = iters
+    io[7][w] = ls_used_max
+
+
+@inner_kernel
+def _trial_accepted(solver, g_try_f, e_try, norm_start, e_start, lam, slope):
+    """The line search's test of a trial that is not the last (newton._line_search)."""
+    ls_type, ls_wolfe1, ls_max_rel_increase = solver[9], solver[12], solver[13]
+    if ls_type == LS_NONE:
+        return True
+    norm_ok = _norm(g_try_f) <= norm_start
+    armijo_ok = e_try <= e_start - ls_wolfe1 * lam * slope
+    if ls_type == LS_RESIDUAL_NORM:
+        return norm_ok
+    if ls_type == LS_ARMIJO:
+        return armijo_ok
+    if ls_type == LS_ARMIJO_OR_RESIDUAL_NORM:
+        return norm_ok or armijo_ok
+    return e_try <= e_start + ls_max_rel_increase * abs(e_start)  # SIMPLE
+
+
+@inner_kernel
+def _finish_status(w, solver, bodies, stage, g_tot_f, it, norm0, stop_next, rho0):
+    """(status, capped) of Newton iteration ``it``: NOT_STARTED to go on, else how the solve ends (the step test
+    of the previous iteration, convergence, divergence, the iteration cap)."""
+    (max_iter, global_convergence, abs_tol, rel_tol, _, _, explosion_control, abs_div_tol, rel_div_tol) = solver[:9]
+    fin = NOT_STARTED
+    if stop_next:
+        fin = STOPPED
+    if _converged(g_tot_f, it, global_convergence, abs_tol, rel_tol, norm0, rho0, bodies[2], stage[11], stage[12],
+                  w):
+        fin = CONVERGED
+    if explosion_control and fin == NOT_STARTED:
+        nrm = _norm(g_tot_f)
+        if not np.isfinite(nrm) or nrm > abs_div_tol or nrm > rel_div_tol * max(norm0, 1e-300):
+            fin = DIVERGED
+    capped = False
+    if it == max_iter and fin == NOT_STARTED:
+        capped = True
+        fin = STOPPED
+    return fin, capped
+
+
+@inner_kernel
+def _write_out(w, io, c_f, r_f, g_f):
+    """World w's final iterate and gradient into the outputs."""
+    n3, n9 = c_f.shape[0], r_f.shape[0]
+    _copy(io[2].reshape(io[2].size), w * n3, c_f, 0, n3)
+    _copy(io[3].reshape(io[3].size), w * n9, r_f, 0, n9)
+    _copy(io[4].reshape(io[4].size), w * g_f.shape[0], g_f, 0, g_f.shape[0])
+
+
+@inner_kernel
+def _direction(addresses, contact, sets, is_static, dyn_index, buffers):
+    """The Newton direction dx at the current iterate: its Hessian summed in newton.evaluate_potentials' order as
+    the energy and gradient were ((core potentials + contact) + constraints), from the latest evaluation's terms
+    (the core potentials' in h_try, the contact rows, the sets' in h_one and the joints' A-B blocks), then the
+    block solve. Only here, where a step is taken: the iterate a solve stops on and rejected trials never need it.
+    False when the solve failed (dx = 0)."""
+    _, _, terms, contact_work, _, linear, set_work = buffers
+    g_tot, h_tot, k_tot, h_contact = terms[1], terms[2], terms[9], terms[10]
+    h_tot_f, h_try_f, h_one_f, k_tot_f, h_contact_f = terms[12], terms[14], terms[16], terms[17], terms[18]
+    slot_a, slot_b = contact[5], contact[6]
+    num_slots = slot_a.shape[0]
+    n = g_tot.shape[1]
+    _copy(h_tot_f, 0, h_try_f, 0, 36 * n)
+    if contact[0]:
+        _fill_zero(h_contact_f)
+        _fill_zero(k_tot_f)
+        pairs = contact[2]
+        _call_contact_hessian(addresses[_CONTACT_HESSIAN], contact_work[0], contact_work[1], contact_work[2],
+                              pairs[19], pairs[20], h_contact, k_tot, *contact_work[4])
+        _accumulate(h_tot_f, h_contact_f)
+    if sets[0]:
+        _accumulate(h_tot_f, h_one_f)
+    num_joint_slots = sets[6][1][1]
+    if num_joint_slots:  # the joints' A-B blocks of this iterate, into their slots after the contact ones
+        _copy(k_tot_f, 36 * (num_slots - num_joint_slots), set_work[14], 0, 36 * num_joint_slots)
+    dx, dense, rhs, sol, work, perm, local = linear
+    return _call_newton_direction(addresses[_DIRECTION], g_tot[0], h_tot[0], k_tot[0], slot_a, slot_b, sets[7],
+                                  num_slots > 0, is_static, dyn_index, dx, dense, rhs, sol, work, perm, local)
+
+
+@inner_kernel
+def _small_step(c, r, dx, dyn_index, rel_step_tol):
+    """The relative step test on the raw increment: |dx| <= rel_step_tol |x| (positions and rotation angles)."""
+    x2 = 0.0
+    a2 = 0.0
+    dx2 = 0.0
+    for d in range(dyn_index.shape[0]):
+        b = dyn_index[d]
+        for i in range(3):
+            x2 += c[0, b, i] * c[0, b, i]
+        cos_a = 0.5 * ((r[0, b, 0, 0] + r[0, b, 1, 1]) + r[0, b, 2, 2] - 1.0)
+        ang = np.arccos(min(max(cos_a, -1.0), 1.0))
+        a2 += ang * ang
+    for b in range(dx.shape[0]):
+        for i in range(6):
+            dx2 += dx[b, i] * dx[b, i]
+    return np.sqrt(dx2) <= rel_step_tol * np.sqrt(x2 + a2)
 
 
 @inner_kernel(_nrt=False)
