@@ -250,7 +250,8 @@ def run_group(group, kplan, out, report) -> Kinematics:
             _guess_outside(kplan, b.is_static, latest, stage_dt, guess_c, guess_r)
         out_c, out_r, out_grad, status, iterations, ls_iterations = newton_kernel.run_stage(
             kplan, model, stage_dt, *start, gravity_w, external_force, offset_force, offset_local, force_weight,
-            torque_weight, b.world_rows, guess_c, guess_r, params, fresh=True)
+            torque_weight, b.world_rows, guess_c, guess_r, params, fresh=True,
+            stage_time=state.time + tau_end * dt)
         fused_kernels.stage_end(*b.end_heads[i], torque_weight, start[0], start[1], out_c, out_r, out_grad, status,
                                 iterations, ls_iterations, *star_tail)
     report.num_stages += num_stages

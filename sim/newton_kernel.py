@@ -8,6 +8,8 @@ step's solves and readable as ``Scene.solver_path()``; it never changes because 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .constraint_system import ConstraintSystem
@@ -23,6 +25,7 @@ from .newton import NewtonResult, _actor_residuals, _residual_norm
 from .params import ConvergenceMode, LineSearchType, NonLinearSolverParams, PsdProjMode, Verbosity
 from .potentials.base import StageContext
 from .potentials.external import DofLoads, Gravity, OffsetForces
+from .potentials.kernel_term import KernelTerm
 from .potentials.inertia import NewtonEulerInertia, RotationalInertia, TranslationalInertia
 
 _CORE = (TranslationalInertia, RotationalInertia, NewtonEulerInertia, Gravity, DofLoads, OffsetForces)
@@ -38,11 +41,12 @@ _JOINT_CODES = frozenset(newton_kernels.JOINT_KINDS.values())
 
 
 class KernelPlan:
-    """The compiled Newton's frozen inputs for one step: the contact potential (or None) and the constraint sets
-    (pivots, joints) in the constraint system's order."""
+    """The compiled Newton's frozen inputs for one step: the contact potential (or None), the constraint sets
+    (pivots, joints) in the constraint system's order and the kernel terms (potentials/kernel_term.py) in the
+    scene's order."""
 
-    def __init__(self, contact, constraint_system, sets):
-        self.contact, self.constraint_system, self.sets = contact, constraint_system, sets
+    def __init__(self, contact, constraint_system, sets, terms=()):
+        self.contact, self.constraint_system, self.sets, self.terms = contact, constraint_system, sets, tuple(terms)
 
 
 def plan(potentials, params: NonLinearSolverParams):
@@ -54,7 +58,7 @@ def plan(potentials, params: NonLinearSolverParams):
     if params.verbosity is Verbosity.VERBOSE:
         return "verbosity VERBOSE (per-iteration logging)"
     contact = constraint_system = None
-    sets = []
+    sets, terms = [], []
     seen_core = 0
     for pot in potentials:
         if type(pot) in _CORE:
@@ -76,13 +80,16 @@ def plan(potentials, params: NonLinearSolverParams):
                     return f"constraint type {kind} has no per-world kernel"
                 sets.append((kind, cs))
             continue
+        if isinstance(pot, KernelTerm):
+            terms.append(pot)
+            continue
         return f"potential {type(pot).__name__} has no per-world kernel"
     if seen_core != len(_CORE):
         return "the core potentials are not the pipeline's"
     kinds = [k for k, _ in sets]
     if len(set(kinds)) != len(kinds):
         return "a constraint type appears twice"
-    return KernelPlan(contact, constraint_system, sets)
+    return KernelPlan(contact, constraint_system, sets, terms)
 
 
 _EMPTY = {}
@@ -243,7 +250,7 @@ def solve(kplan: KernelPlan, ctx: StageContext, com_position, rotation, params: 
         ctx.external_force, ctx.offset_force, ctx.offset_local,
         kernel_array(np.broadcast_to(ctx.force_weight, (n,))),
         kernel_array(np.broadcast_to(ctx.torque_weight, (num_worlds, n, 3))), world_rows, com_position, rotation,
-        params)
+        params, stage_time=ctx.stage_time)
     return NewtonResult(
         com_position=out_c, rotation=out_r, status=status, iterations=iterations,
         line_search_iterations=ls_iterations, residual_norm=_residual_norm(out_grad),
@@ -277,12 +284,12 @@ def _contact_inputs(pot):
 
 def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0, gravity, external_force,
               offset_force, offset_local, force_weight, torque_weight, world_rows, guess_c, guess_r,
-              params: NonLinearSolverParams, fresh: bool = False):
+              params: NonLinearSolverParams, fresh: bool = False, stage_time: float = math.nan):
     """One stage's compiled Newton solve of every world: the stage start (W, N, ...), gravity (W, 3), loads,
     offset forces (None when there are none), the convergence weights (N,) and (W, N, 3), the worlds' rows of the
     constraints' per-world arrays (W,), Newton's start; the caller has checked that they fit the plan's
     potentials. Returns out_c (W, N, 3), out_r (W, N, 3, 3), the gradient there (W, N, 6), status, iterations,
-    line-search iterations (W,). The frozen inputs (the model's, the contact potential's and the pivot sets'
+    line-search iterations (W,). ``stage_time``: t_i, for the kernel terms' ``pack``. The frozen inputs (the model's, the contact potential's and the pivot sets'
     arrays) are converted once and kept on their objects. ``fresh``: the stage start, the guess and the world
     rows are kernel arrays already (the fused step allocates them), so they are not checked again."""
     arrays = model.bodies.kernel_arrays
@@ -335,6 +342,20 @@ def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0
             cached = _NO_JOINTS[key] = (_no_joints(num_worlds), np.array([0, key[1]], dtype=np.int64))
         joint_args, slot_groups = cached
 
+    if kplan.terms:  # their coupling slots after the joints', one group per term
+        ctx = StageContext(model=model, stage_dt=float(stage_dt), stage_time=stage_time, com_position0=com0,
+                           rotation0=rot0, linear_velocity0=vel0, angular_velocity0=omega0, velocity_sym0=sym0,
+                           gravity=gravity, external_force=external_force, psd_project=params.psd_proj_mode is PsdProjMode.ALWAYS,
+                           offset_force=offset_force, offset_local=offset_local, force_weight=force_weight,
+                           torque_weight=torque_weight, world_index=world_rows)
+        term_args, pairs = _term_pack(kplan.terms, ctx)
+        slot_a = np.concatenate([contact_args[-2]] + [a for a, _ in pairs])
+        slot_b = np.concatenate([contact_args[-1]] + [b for _, b in pairs])
+        slot_groups = np.concatenate([slot_groups, slot_groups[-1] + np.cumsum([len(a) for a, _ in pairs])])
+        contact_args = contact_args[:-2] + (kernel_array(slot_a, np.int64), kernel_array(slot_b, np.int64))
+        slot_groups = kernel_array(slot_groups, np.int64)
+    else:
+        term_args = _NO_TERMS
     has_offset = offset_force is not None
     offset_force = kernel_array(offset_force) if has_offset else _empty((num_worlds, n, 0, 3))
     offset_local = kernel_array(offset_local) if has_offset else _empty((n, 0, 3))
@@ -355,7 +376,7 @@ def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0
     io = (guess_c, guess_r, np.empty((num_worlds, n, 3)), np.empty((num_worlds, n, 3, 3)),
           np.empty((num_worlds, n, 6)), np.empty(num_worlds, dtype=np.int64), np.empty(num_worlds, dtype=np.int64),
           np.empty(num_worlds, dtype=np.int64))
-    groups = (bodies, stage, contact_args, sets, _solver_args(params), io)
+    groups = (bodies, stage, contact_args, sets, term_args, _solver_args(params), io)
 
     addresses = _LOADED.get(flags)  # the callees' addresses once every needed one is loaded (they never move)
     if addresses is None:
@@ -370,6 +391,30 @@ def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0
     else:
         run_world_slices(lambda w: newton_kernels.newton_stage(addresses, *groups, w.start, w.stop), num_worlds)
     return io[2:]
+
+
+def _term_pack(terms, ctx: StageContext):
+    """newton_stage's kernel-terms group (kernels/newton.py names it) and each term's coupling pairs: the terms'
+    addresses, their packed floats and ints concatenated, and per term its slices of them and of the coupling
+    slots (header rows: float start, float end, int start, int end, first slot)."""
+    floats, ints, header, pairs, counts = [], [], np.zeros((len(terms), 5), dtype=np.int64), [], [0, 0, 0]
+    for t, term in enumerate(terms):
+        f, i = term.pack(ctx)
+        f = np.asarray(f, dtype=np.float64).ravel()
+        i = np.asarray(i, dtype=np.int64).ravel()
+        a, b = (np.asarray(x, dtype=np.int64).ravel() for x in term.coupling_pairs())
+        header[t] = counts[0], counts[0] + f.size, counts[1], counts[1] + i.size, counts[2]
+        counts = [counts[0] + f.size, counts[1] + i.size, counts[2] + a.size]
+        floats.append(f)
+        ints.append(i)
+        pairs.append((a, b))
+    addresses = np.array([term.kernel_address() for term in terms], dtype=np.int64)
+    return (True, addresses, kernel_array(np.concatenate(floats)), kernel_array(np.concatenate(ints), np.int64),
+            header, counts[2]), pairs
+
+
+_NO_TERMS = (False, np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0, dtype=np.int64),
+             np.zeros((0, 5), dtype=np.int64), 0)
 
 
 def _solver_args(params: NonLinearSolverParams) -> tuple:

@@ -316,6 +316,11 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         """The actor records in model row order (read them; edits go through the actors)."""
         return tuple(self._records)
 
+    def actor_rows(self, actors) -> np.ndarray:
+        """The model rows of ``actors`` (int64, read only): the index of each actor in a potential's (W, N, ...)
+        arrays. Rows move when an actor is destroyed: read them per stage or in ``on_actor_destroyed``."""
+        return self._rows(list(actors))
+
     def actor_at_row(self, row: int) -> RigidActor:
         """The actor of model row ``row``."""
         return self._actors[self._records[row].handle]

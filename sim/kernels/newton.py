@@ -34,6 +34,7 @@ from .contact import _CP_SIZE, contact_hessian_from_rows, contact_max_rows, cont
 from .contact_geometry import _RP_SIZE, REACH_RECORD
 from .inertia import gravity, rotational_inertia_into, translational_inertia
 from .joints import joint_set_terms
+from ..potentials.kernel_term import TERM_SIGNATURE, term_kernel
 from .loads import dof_loads, newton_euler_inertia, offset_forces
 
 NOT_STARTED, CONVERGED, STOPPED, DIVERGED = 0, 1, 2, 3  # params.ConvergenceStatus values
@@ -319,6 +320,7 @@ _BY_ADDRESS = (  # (kernel, signature), in the order of callee_addresses
     (_newton_direction, _b(_F2, _F3, _F3, _I1, _I1, _I1, _b, _B1, _I1, _F2, _F2, _F1, _F1, _F2, _I1, _I1)),
     (joint_set_terms, types.none(_i8, _F3, _F4, _I1, _b, _F1, _I1, _F1, _F1, *_TERMS)),
 )
+_call_term = address_call(term_kernel, TERM_SIGNATURE)  # any kernel term (potentials/kernel_term.py)
 (_call_translational_inertia, _call_rotational_inertia, _call_newton_euler_inertia, _call_gravity, _call_dof_loads,
  _call_offset_forces, _call_contact_rows, _call_contact_hessian, _call_point_pivot_values, _call_rotation_pivot_values,
  _call_one_actor_compliance, _call_newton_direction, _call_joint_set) = (address_call(fn, sig)
@@ -401,6 +403,9 @@ def compile_callees_elsewhere(needed: list[int]) -> list:
 #            target, g_old, stiffness, damp, saturation, damped), RigidPivotToRigidTarget pt (actors, arms, target
 #            points, g_old, (3, C) parameters), the joint sets packed (joints.joint_set_terms: floats, ints,
 #            g_old (W, 3 Cj)), `_newton_direction`'s coupling groups
+#   terms   (has_terms, addresses, floats, ints, header, num_slots): the kernel terms (potentials/kernel_term.py):
+#            their kernels' addresses (T,), packed floats and ints, per term (T, 5) its float and int slices and
+#            first coupling slot; their coupling slots come last, after the joints'
 #   solver  (max_iter, global_convergence, abs_tol, rel_tol, rel_step_tol, psd_mode, explosion_control,
 #            abs_div_tol, rel_div_tol, ls_type, ls_max_iter, ls_alpha, ls_wolfe1, ls_max_rel_increase,
 #            best_iterate_on_stop)
@@ -411,18 +416,18 @@ def compile_callees_elsewhere(needed: list[int]) -> list:
 
 
 @kernel(no_cfunc_wrapper=True)  # called from Python only: no C-callable wrapper to build
-def newton_stage(addresses, bodies, stage, contact, sets, solver, io, first_world, end_world):
+def newton_stage(addresses, bodies, stage, contact, sets, terms, solver, io, first_world, end_world):
     """Every world's Newton solve of one stage (worlds first_world .. end_world - 1), each world alone."""
-    buffers = _world_buffers(bodies, stage, contact, sets, io)
+    buffers = _world_buffers(bodies, stage, contact, sets, terms, io)
     for w in range(first_world, end_world):
         any_load = _load_world(w, stage, sets, io, buffers)
-        _solve_world(w, addresses, bodies, stage, contact, sets, solver, io, buffers, any_load)
+        _solve_world(w, addresses, bodies, stage, contact, sets, terms, solver, io, buffers, any_load)
 
 
 @inner_kernel
-def _world_buffers(bodies, stage, contact, sets, io):
+def _world_buffers(bodies, stage, contact, sets, terms, io):
     """One world's work buffers (leading axis 1: the potential kernels loop over worlds) with their flat aliases,
-    grouped as (iterate, start, terms, contact work, best iterate, linear solve, set work)."""
+    grouped as (iterate, start, terms, contact work, best iterate, linear solve, set work, kernel-term work)."""
     dyn_index = bodies[8]
     offset_force = stage[8]
     has_contact, pairs = contact[0], contact[2]
@@ -443,7 +448,7 @@ def _world_buffers(bodies, stage, contact, sets, io):
     e_try, g_try, h_try = np.empty(1), np.empty((1, n, 6)), np.empty((1, n, 6, 6))
     e_one, g_one, h_one = np.empty(1), np.empty((1, n, 6)), np.empty((1, n, 6, 6))
     k_tot, h_contact = np.zeros((1, num_slots, 6, 6)), np.empty((1, n, 6, 6))
-    terms = (e_tot, g_tot, h_tot, e_try, g_try, h_try, e_one, g_one, h_one, k_tot, h_contact, g_tot.reshape(6 * n),
+    terms_ = (e_tot, g_tot, h_tot, e_try, g_try, h_try, e_one, g_one, h_one, k_tot, h_contact, g_tot.reshape(6 * n),
              h_tot.reshape(36 * n), g_try.reshape(6 * n), h_try.reshape(36 * n), g_one.reshape(6 * n),
              h_one.reshape(36 * n), k_tot.reshape(k_tot.size), h_contact.reshape(36 * n))
     # The contact rows of the latest evaluation (contact_rows), assembled into the Hessian where Newton takes a step;
@@ -470,14 +475,16 @@ def _world_buffers(bodies, stage, contact, sets, io):
                 np.empty((1, pr_count, 3)), np.empty((1, pr_count, 3, 6)), np.empty((1, pr_count, 3)),
                 np.empty((1, pt_count, 3)), np.empty((1, pt_count, 3, 6)), np.empty((1, pt_count, 3)), pt_damped,
                 np.empty(3 * num_joint_slots), np.empty(75 * num_joint_slots + 51), np.empty(n))  # joint_work_size
-    return iterate, start, terms, contact_work, best, linear, set_work
+    # The kernel terms' coupling blocks of the latest evaluation, copied into their slots where a step is taken.
+    term_work = (np.zeros((terms[5], 6, 6)),)
+    return iterate, start, terms_, contact_work, best, linear, set_work, term_work
 
 
 @inner_kernel
 def _load_world(w, stage, sets, io, buffers):
     """World w's stage start, gravity, loads, offset forces, the damped sets' stage-start values and Newton's start
     into its buffers; True when the world has a DoF load."""
-    iterate, start, _, contact_work, _, _, set_work = buffers
+    iterate, start, _, contact_work, _, _, set_work, _ = buffers
     n = io[0].shape[1]
     n3, n9 = 3 * n, 9 * n
     c0_f, r0_f, v0_f, om0_f, s0_f, load_f, off_f_f = start[8], start[9], start[10], start[11], start[12], start[13], \
@@ -523,19 +530,19 @@ def _copy_world(dst, src, w):
 
 
 @inner_kernel
-def _evaluate(addresses, bodies, stage, contact, sets, buffers, any_load, project):
+def _evaluate(addresses, bodies, stage, contact, sets, terms, buffers, any_load, project):
     """Every potential's terms at the trial iterate into (e_try, g_try, h_try), summed in
     newton.evaluate_potentials' order (core potentials, then contact, then constraints), static rows of the
     gradient zeroed. The contact and constraint Hessians stay in the rows and h_one until a step is taken from
     this iterate (`_direction`). One call site per potential kernel: each costs newton_stage's compile."""
     mass, second_moment, is_static, has_gravity, rot_active, inertia, ne_active, any_newton_euler, _ = bodies
     stage_dt, offset_local, has_offset_forces = stage[0], stage[9], stage[10]
-    iterate, start, terms, contact_work, _, _, set_work = buffers
+    iterate, start, sums, contact_work, _, _, set_work, term_work = buffers
     c_try, r_try = iterate[2], iterate[3]
     c0, r0, v0, om0, s0, grav, load, off_f = start[0], start[1], start[2], start[3], start[4], start[5], start[6], \
         start[7]
-    e_try, g_try, h_try, e_one, g_one, h_one = terms[3], terms[4], terms[5], terms[6], terms[7], terms[8]
-    g_try_f, h_try_f, g_one_f, h_one_f = terms[13], terms[14], terms[15], terms[16]
+    e_try, g_try, h_try, e_one, g_one, h_one = sums[3], sums[4], sums[5], sums[6], sums[7], sums[8]
+    g_try_f, h_try_f, g_one_f, h_one_f = sums[13], sums[14], sums[15], sums[16]
     # np.bool_(True), not the literal True: a literal argument compiles a second specialization of every potential
     # kernel beside the one the numpy Newton calls from Python.
     hessian = np.bool_(True)
@@ -577,9 +584,13 @@ def _evaluate(addresses, bodies, stage, contact, sets, buffers, any_load, projec
                            contact_work[0], contact_work[1], contact_work[2], *contact_work[3])
         e_try[0] = e_try[0] + e_one[0]
         _accumulate(g_try_f, g_one_f)
-    if sets[0]:
+    if sets[0] or terms[0]:
         _zero(e_one, g_one_f, h_one_f)
-        _evaluate_sets(addresses, sets, c_try, r_try, set_work, hessian, e_one, g_one, h_one)
+        if sets[0]:
+            _evaluate_sets(addresses, sets, c_try, r_try, set_work, hessian, e_one, g_one, h_one)
+        if terms[0]:
+            _evaluate_terms(terms, set_work[0][0], iterate, start, stage[0], hessian, project, e_one, g_one, h_one,
+                            term_work[0])
         # Energy and gradient now; the Hessian stays in h_one until a step is taken from this iterate.
         e_try[0] = e_try[0] + e_one[0]
         _accumulate(g_try_f, g_one_f)
@@ -626,15 +637,33 @@ def _evaluate_sets(addresses, sets, c_try, r_try, set_work, hessian, e_one, g_on
 
 
 @inner_kernel
-def _solve_world(w, addresses, bodies, stage, contact, sets, solver, io, buffers, any_load):
+def _evaluate_terms(terms, row, iterate, start, stage_dt, hessian, project, e_one, g_one, h_one, coupling):
+    """The kernel terms at the trial iterate, added into (e_one, g_one, h_one) in the scene's order, each calling
+    its kernel by address with its slices of the packed floats and ints (kernel_term.TERM_SIGNATURE); their
+    coupling blocks into ``coupling`` (K, 6, 6), each term's from its first slot."""
+    addresses, floats, ints, header, num_slots = terms[1], terms[2], terms[3], terms[4], terms[5]
+    for i in range(num_slots):
+        for a in range(6):
+            for b in range(6):
+                coupling[i, a, b] = 0.0
+    for t in range(addresses.shape[0]):
+        k0 = header[t, 4]
+        k1 = header[t + 1, 4] if t + 1 < addresses.shape[0] else num_slots
+        _call_term(addresses[t], floats[header[t, 0]:header[t, 1]], ints[header[t, 2]:header[t, 3]], row,
+                   iterate[2], iterate[3], start[0], start[1], start[2], start[3], stage_dt, hessian, project, e_one,
+                   g_one, h_one, coupling[k0:k1].reshape((1, k1 - k0, 6, 6)))
+
+
+@inner_kernel
+def _solve_world(w, addresses, bodies, stage, contact, sets, terms, solver, io, buffers, any_load):
     """World w's Newton loop from its loaded start (newton._NewtonRun): evaluate, line-search test, stopping
     tests, direction with the psd_mode's projection, relative step test, next trial; status and counts into io."""
     (max_iter, global_convergence, abs_tol, rel_tol, rel_step_tol, psd_mode, explosion_control, abs_div_tol,
      rel_div_tol, ls_type, ls_max_iter, ls_alpha, ls_wolfe1, ls_max_rel_increase, best_iterate_on_stop) = solver
     is_static, dyn_index = bodies[2], bodies[8]
-    iterate, _, terms, _, best, linear, set_work = buffers
+    iterate, _, sums, _, best, linear, set_work, _ = buffers
     c, r, c_f, r_f, c_try_f, r_try_f = iterate[0], iterate[1], iterate[4], iterate[5], iterate[6], iterate[7]
-    e_tot, g_tot, e_try, g_tot_f, g_try_f = terms[0], terms[1], terms[3], terms[11], terms[13]
+    e_tot, g_tot, e_try, g_tot_f, g_try_f = sums[0], sums[1], sums[3], sums[11], sums[13]
     dx = linear[0]
     n = c.shape[1]
     # One evaluation point (one call site per potential kernel): the first pass evaluates the start iterate, every
@@ -658,7 +687,7 @@ def _solve_world(w, addresses, bodies, stage, contact, sets, solver, io, buffers
     slope = 0.0
     e_start = 0.0
     while True:
-        _evaluate(addresses, bodies, stage, contact, sets, buffers, any_load, project)
+        _evaluate(addresses, bodies, stage, contact, sets, terms, buffers, any_load, project)
         # A retry's evaluation (psd_mode IF_FAIL_*, below) is of the current iterate with projected blocks: only its
         # Hessian is new (projection leaves energy and gradient alone), so the iterate's bookkeeping is done.
         if not retrying:
@@ -692,7 +721,7 @@ def _solve_world(w, addresses, bodies, stage, contact, sets, solver, io, buffers
                 else:
                     _write_out(w, io, c_f, r_f, g_tot_f)
                 break
-        ok = _direction(addresses, contact, sets, is_static, dyn_index, buffers)
+        ok = _direction(addresses, contact, sets, terms, is_static, dyn_index, buffers)
         # g . dx: the descent test of the IF_FAIL modes and the line search's slope (-dPhi/dlambda at 0).
         slope = 0.0
         for b in range(n):
@@ -778,15 +807,15 @@ def _write_out(w, io, c_f, r_f, g_f):
 
 
 @inner_kernel
-def _direction(addresses, contact, sets, is_static, dyn_index, buffers):
+def _direction(addresses, contact, sets, terms, is_static, dyn_index, buffers):
     """The Newton direction dx at the current iterate: its Hessian summed in newton.evaluate_potentials' order as
     the energy and gradient were ((core potentials + contact) + constraints), from the latest evaluation's terms
     (the core potentials' in h_try, the contact rows, the sets' in h_one and the joints' A-B blocks), then the
     block solve. Only here, where a step is taken: the iterate a solve stops on and rejected trials never need it.
     False when the solve failed (dx = 0)."""
-    _, _, terms, contact_work, _, linear, set_work = buffers
-    g_tot, h_tot, k_tot, h_contact = terms[1], terms[2], terms[9], terms[10]
-    h_tot_f, h_try_f, h_one_f, k_tot_f, h_contact_f = terms[12], terms[14], terms[16], terms[17], terms[18]
+    _, _, sums, contact_work, _, linear, set_work, term_work = buffers
+    g_tot, h_tot, k_tot, h_contact = sums[1], sums[2], sums[9], sums[10]
+    h_tot_f, h_try_f, h_one_f, k_tot_f, h_contact_f = sums[12], sums[14], sums[16], sums[17], sums[18]
     slot_a, slot_b = contact[5], contact[6]
     num_slots = slot_a.shape[0]
     n = g_tot.shape[1]
@@ -798,11 +827,14 @@ def _direction(addresses, contact, sets, is_static, dyn_index, buffers):
         _call_contact_hessian(addresses[_CONTACT_HESSIAN], contact_work[0], contact_work[1], contact_work[2],
                               pairs[19], pairs[20], h_contact, k_tot, *contact_work[4])
         _accumulate(h_tot_f, h_contact_f)
-    if sets[0]:
+    if sets[0] or terms[0]:
         _accumulate(h_tot_f, h_one_f)
-    num_joint_slots = sets[6][1][1]
+    num_joint_slots, num_term_slots = sets[6][1][1], terms[5]
     if num_joint_slots:  # the joints' A-B blocks of this iterate, into their slots after the contact ones
-        _copy(k_tot_f, 36 * (num_slots - num_joint_slots), set_work[14], 0, 36 * num_joint_slots)
+        _copy(k_tot_f, 36 * (num_slots - num_term_slots - num_joint_slots), set_work[14], 0, 36 * num_joint_slots)
+    if num_term_slots:  # the kernel terms' blocks, into the last slots
+        _copy(k_tot_f, 36 * (num_slots - num_term_slots), term_work[0].reshape(36 * num_term_slots), 0,
+              36 * num_term_slots)
     dx, dense, rhs, sol, work, perm, local = linear
     return _call_newton_direction(addresses[_DIRECTION], g_tot[0], h_tot[0], k_tot[0], slot_a, slot_b, sets[7],
                                   num_slots > 0, is_static, dyn_index, dx, dense, rhs, sol, work, perm, local)
