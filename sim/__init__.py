@@ -1,4 +1,5 @@
-"""superdex_gym.sim: a pure-Python (numpy/scipy, float64) re-implementation of the rigid actors of SuperDex Physics.
+"""superdex_gym.sim: a float64 re-implementation of the rigid actors of SuperDex Physics in Python, its hot loops
+numba kernels compiled at first use (numpy and scipy for the rest).
 
 Bind it where a reference script imports the engine (``import superdex_gym.sim as mochi``) and the reference's
 rigid-actor API works under the same names: ``create_scene``, ``create_plane_shape``, ``load_shape_from_file``,

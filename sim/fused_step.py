@@ -28,7 +28,9 @@ from .params import InitialGuess
 from .potentials import base as potentials_base
 from .potentials.base import StageContext
 
-# On by default; SUPERDEX_FUSED_STEP=0 in the environment, or False here, runs every step through _GroupStep.
+# A switch for tests and debugging, on by default: SUPERDEX_FUSED_STEP=0 in the environment, or False here, runs
+# every compiled step through _GroupStep's per-stage Python (the fused kernels' oracle; every InitialGuess mode is
+# fused, so nothing else reaches that path).
 FUSED_STEP = os.environ.get("SUPERDEX_FUSED_STEP", "1") != "0"
 
 _GUESS_CODE = {InitialGuess.LATEST_SOLUTION: fused_kernels.GUESS_LATEST,
@@ -59,9 +61,10 @@ def _guess_outside(kplan, is_static, latest, stage_dt, guess_c, guess_r) -> bool
         return False
     num_worlds, n = guess_c.shape[:2]
     return guess_kernels.outside_guess(
-        potentials_base.GUESS_DEPTH_MARGIN, stage_dt, is_static, *(kernel_array(a) for a in latest), guess_c, guess_r,
-        *pot.depth_kernel_inputs(), np.empty((num_worlds, n, 3)), np.empty((num_worlds, n, 3, 3)), np.empty((num_worlds, n), dtype=bool),
-        np.empty((num_worlds, n)), np.empty((num_worlds, n)))
+        potentials_base.GUESS_DEPTH_MARGIN, stage_dt, is_static, tuple(kernel_array(a) for a in latest),
+        (guess_c, guess_r), pot.depth_kernel_inputs(),
+        (np.empty((num_worlds, n, 3)), np.empty((num_worlds, n, 3, 3)), np.empty((num_worlds, n), dtype=bool),
+         np.empty((num_worlds, n)), np.empty((num_worlds, n))))
 
 
 def _tableau_arrays(tab):
@@ -130,7 +133,7 @@ class _Bound:
     its model, settings and gravity on every change, never edits them), so a step does not re-derive them."""
 
     __slots__ = ("key", "gravity_bytes", "params", "is_static", "world_rows", "gravity_w", "force_weight",
-                 "b_tilde", "num_stages", "outside", "guess_targets", "stage_times", "begin_heads", "begin_tail",
+                 "b_tilde", "num_stages", "outside", "guess_targets", "stage_times", "begin_heads", "step_group",
                  "end_heads", "star", "static_v", "static_w", "stages", "guess_c", "guess_r", "vec", "mat",
                  "abs_tol")
 
@@ -159,12 +162,13 @@ class _Bound:
             tau_end = float(tab.stage_time_factors[i])
             tau_start = tau_end - float(tab.stage_dt_factors[i])
             times.append((stage_dt, tau_end))
-            heads.append((i, alpha, tab.num_history, a_tilde, float(dt), stage_dt, tau_start, tau_end, guess_mode,
-                          arrays.is_static, _static_pivot(bodies), sqrt_inertia, sqrt_mass, a_ref))
-            ends.append((i, i == num_stages - 1, self.b_tilde, stage_dt, self.abs_tol, arrays.is_static,
-                         self.force_weight))
+            # stage_begin's and stage_end's stage and model groups (kernels/fused.py names them)
+            heads.append(((i, alpha, tab.num_history, a_tilde, float(dt), stage_dt, tau_start, tau_end, guess_mode),
+                          (arrays.is_static, _static_pivot(bodies), sqrt_inertia, sqrt_mass, a_ref)))
+            ends.append(((i, i == num_stages - 1, self.b_tilde, stage_dt, self.abs_tol),
+                         (arrays.is_static, self.force_weight)))
         self.stage_times, self.begin_heads, self.end_heads = times, heads, ends
-        self.begin_tail = (worlds, *self.star, self.static_v, self.static_w, *self.stages)
+        self.step_group = (tuple(self.star), self.static_v, self.static_w, tuple(self.stages))
 
 
 def _bound(model, state, tab, dt, solver, gravity, worlds, all_worlds, num_worlds, n) -> _Bound:
@@ -237,23 +241,25 @@ def run_group(group, kplan, out, report) -> Kinematics:
             guess_c[none], guess_r[none], params)
         for child in children:
             child.wait()
-    star_tail = (*b.star, history[0], history[1], b.static_v, b.static_w, *stages, step_status, actor_status,
-                 counts, residual, *end)
+    hist_group = (history, older[:5], older[5:], prev_c, prev_r)
+    report_group = (step_status, actor_status, counts, residual)
+    end = tuple(end)
     for i in range(num_stages):
         stage_dt, tau_end = b.stage_times[i]
         guess = _pivot_guess(kplan, model.bodies, stage_dt) if b.guess_targets else _NO_GUESS
         start = [np.empty(vec), np.empty(mat), np.empty(vec), np.empty(vec), np.empty(mat)]
-        fused_kernels.stage_begin(*b.begin_heads[i], torque_weight, *history, *older, prev_c, prev_r, *guess,
-                                  *b.begin_tail, *start, guess_c, guess_r)
+        start = tuple(start)
+        fused_kernels.stage_begin(*b.begin_heads[i], torque_weight, hist_group, guess + (b.world_rows,),
+                                  b.step_group, start, (guess_c, guess_r))
         if b.outside:
             latest = (history[:2] + history[2:4]) if i == 0 else tuple(stages[k][i - 1] for k in range(4))
             _guess_outside(kplan, b.is_static, latest, stage_dt, guess_c, guess_r)
-        out_c, out_r, out_grad, status, iterations, ls_iterations = newton_kernel.run_stage(
+        solve = newton_kernel.run_stage(
             kplan, model, stage_dt, *start, gravity_w, external_force, offset_force, offset_local, force_weight,
             torque_weight, b.world_rows, guess_c, guess_r, params, fresh=True,
             stage_time=state.time + tau_end * dt)
-        fused_kernels.stage_end(*b.end_heads[i], torque_weight, start[0], start[1], out_c, out_r, out_grad, status,
-                                iterations, ls_iterations, *star_tail)
+        fused_kernels.stage_end(*b.end_heads[i], torque_weight, start[:2], solve, history[:2], b.step_group,
+                                report_group, end)
     report.num_stages += num_stages
     report.max_iterations = max(report.max_iterations, int(counts[0]))
     report.max_line_search_iterations = max(report.max_line_search_iterations, int(counts[1]))
@@ -263,7 +269,7 @@ def run_group(group, kplan, out, report) -> Kinematics:
         rotation0=start[1], linear_velocity0=start[2], angular_velocity0=start[3], velocity_sym0=start[4],
         gravity=gravity_w, external_force=external_force, offset_force=offset_force, offset_local=offset_local,
         world_index=worlds, force_weight=force_weight, torque_weight=torque_weight)
-    report.last_stages.append((worlds, ctx, out_c, out_r))
+    report.last_stages.append((worlds, ctx, solve[0], solve[1]))
     result = Kinematics(*end)
     if group.all_worlds:  # the report's arrays are these (fresh per step)
         report.status = step_status

@@ -49,8 +49,14 @@ class KernelPlan:
         self.contact, self.constraint_system, self.sets, self.terms = contact, constraint_system, sets, tuple(terms)
 
 
-def plan(potentials, params: NonLinearSolverParams):
-    """A `KernelPlan` when the compiled Newton can solve this scene's stages, else the reason it cannot (str)."""
+def plan(potentials, params: NonLinearSolverParams) -> tuple:
+    """(`KernelPlan`, None) when the compiled Newton can solve this scene's stages, else (None, the reason)."""
+    kplan = _plan(potentials, params)
+    return (None, kplan) if isinstance(kplan, str) else (kplan, None)
+
+
+def _plan(potentials, params: NonLinearSolverParams):
+    """`plan`'s work: the `KernelPlan`, or the first reason found why not (str)."""
     if params.line_search_type not in _LS_CODE:
         return f"line_search_type {params.line_search_type.name}"
     if params.max_elapsed_time_seconds > 0:

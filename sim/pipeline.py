@@ -42,19 +42,17 @@ from .potentials.external import DofLoads, Gravity, OffsetForces
 from .potentials.inertia import NewtonEulerInertia, RotationalInertia, TranslationalInertia
 
 CORE_POTENTIALS = (TranslationalInertia(), RotationalInertia(), NewtonEulerInertia(), Gravity(), DofLoads(), OffsetForces())
-# On by default (SUPERDEX_COMPILED_NEWTON=0 in the environment, or False here, turns it off): stages whose scene the
-# compiled per-world Newton covers run on it (sim/newton_kernel.py, docs/engine.md "Solver paths"); the numpy
-# Newton runs every other scene and is the compiled path's test oracle.
+# A switch for tests and debugging (SUPERDEX_COMPILED_NEWTON=0 in the environment, or False here): off, every stage
+# runs on the numpy Newton, the compiled path's oracle. On (the default), scenes the compiled per-world Newton
+# covers run on it (sim/newton_kernel.py, docs/engine.md "Solver paths"); the numpy Newton runs every other scene.
 COMPILED_NEWTON = os.environ.get("SUPERDEX_COMPILED_NEWTON", "1") != "0"
 
 def solver_path(potentials, params) -> tuple:
     """("compiled", plan) or ("numpy", reason) for a step with these potentials (sim/newton_kernel.py)."""
     if not COMPILED_NEWTON:
         return "numpy", "the compiled Newton is off (SUPERDEX_COMPILED_NEWTON=0 or pipeline.COMPILED_NEWTON = False)"
-    kplan = newton_kernel.plan(CORE_POTENTIALS + tuple(potentials), params)
-    if isinstance(kplan, str):
-        return "numpy", kplan
-    return "compiled", kplan
+    kplan, reason = newton_kernel.plan(CORE_POTENTIALS + tuple(potentials), params)
+    return ("numpy", reason) if kplan is None else ("compiled", kplan)
 
 def step_plan(potentials, solver, held=None) -> tuple:
     """(path, plan or reason, fused, path name) of a step with these extra potentials and settings: `solver_path`,

@@ -158,5 +158,5 @@ def test_joint_types_take_the_compiled_path_unless_exact_hessian(monkeypatch):
     scene, _ = _chain(1, kinds=("spherical",))
     scene._constraint_system._sets["RigidSphericalJoint"].exact_hessian = True  # the FD tests' exact curvature
     params = scene.get_solver_params().non_linear_solver
-    reason = plan(pipeline.CORE_POTENTIALS + tuple(scene._extra_potentials), params)
-    assert reason == "constraint type RigidSphericalJoint has no per-world kernel"
+    kplan, reason = plan(pipeline.CORE_POTENTIALS + tuple(scene._extra_potentials), params)
+    assert kplan is None and reason == "constraint type RigidSphericalJoint has no per-world kernel"

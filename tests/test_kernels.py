@@ -326,16 +326,17 @@ def _contact_rows_then_hessian(model, com, rot, com0, rot0, stage_dt, friction_m
                                energy, grad, hess, coupling, row_body, rows, num_rows, reach):
     """One world through the compiled Newton's pair of contact kernels (kernel-only: no Python wrappers); ``reach``
     the broad phase's (state, reference, pairs, moves)."""
-    contact_kernels.contact_rows(*model, com, rot, com0, rot0, stage_dt, friction_model, fade, load_mode, fitted,
-                                 True, energy, grad, row_body, rows, num_rows, np.empty((3, 3)), np.empty((3, 3)),
-                                 np.empty((8, 3)), np.empty(contact_kernels._CP_SIZE), *reach)
-    return contact_kernels.contact_hessian_from_rows(row_body, rows, num_rows, model[24], model[25], hess, coupling,
-                                                     np.empty((1, 1, 6, 6)), np.empty((3, 6)))
+    contact_kernels.contact_rows(*model, (friction_model, fade, load_mode, fitted), com, rot, com0, rot0, stage_dt,
+                                 True, energy, grad, (row_body, rows, num_rows),
+                                 (np.empty((3, 3)), np.empty((3, 3)), np.empty((8, 3)), np.empty(contact_kernels._CP_SIZE)),
+                                 reach)
+    return contact_kernels.contact_hessian_from_rows(row_body, rows, num_rows, model[1][19], model[1][20], hess,
+                                                     coupling, np.empty((1, 1, 6, 6)), np.empty((3, 6)))
 
 
 def _reach_arrays(model, num_bodies, state):
     """The broad phase's work arrays of `contact_rows` for ``model``'s pairs, with reach_state ``state``."""
-    num_pairs = model[5].shape[0]  # p_colliding
+    num_pairs = model[1][0].shape[0]  # p_colliding
     return (np.full(1, state, np.int64), np.empty((num_bodies, 12)),
             np.empty((num_pairs, contact_kernels._RP_SIZE)), np.empty((num_bodies, 2)))
 
@@ -363,7 +364,7 @@ def test_contact_rows_and_hessian_from_rows_equal_contact_terms_bit_for_bit(coll
     assert pot.uses_kernel
     com[3, 0, 1] += 5.0  # world 3: far above, no contact (at the stage start too, for explicit normals)
     ctx.com_position0[3, 0, 1] += 5.0
-    model = (*pot._kernel_samples, *pot._kernel_pairs, *pot._kernel_colliders)
+    model = (tuple(pot._kernel_samples), tuple(pot._kernel_pairs), tuple(pot._kernel_colliders))
     com, rot = kernel_array(com), kernel_array(rot)
     com0, rot0 = kernel_array(ctx.com_position0), kernel_array(ctx.rotation0)
     settings = (float(ctx.stage_dt), _FRICTION_MODEL_CODE[config.friction_model], bool(config.fade_friction),
@@ -372,7 +373,7 @@ def test_contact_rows_and_hessian_from_rows_equal_contact_terms_bit_for_bit(coll
     num_slots = max(int(pot._kernel_pairs.slot.max()) + 1, 0)
     ref = (np.zeros(num_worlds), np.zeros((num_worlds, num_bodies, 6)), np.zeros((num_worlds, num_bodies, 6, 6)),
            np.zeros((num_worlds, num_slots, 6, 6)))
-    ref_coupled = contact_kernels.contact_terms(*model, com, rot, com0, rot0, *settings, True, *ref)
+    ref_coupled = contact_kernels.contact_terms(*model, settings[1:], com, rot, com0, rot0, settings[0], True, *ref)
     max_rows = int(pot._kernel_samples.count[pot._kernel_pairs.colliding].sum())  # contact_max_rows
     for w in range(num_worlds):
         got = tuple(np.zeros((1,) + a.shape[1:]) for a in ref)
@@ -458,9 +459,9 @@ def test_contact_rows_broad_phase_reference_skips_only_pairs_out_of_reach(collid
     assert pot.uses_kernel
     far = com.copy()
     far[3, 0, 1] += 5.0  # world 3: far above, no contact
-    model = (*pot._kernel_samples, *pot._kernel_pairs, *pot._kernel_colliders)
+    model = (tuple(pot._kernel_samples), tuple(pot._kernel_pairs), tuple(pot._kernel_colliders))
     com0, rot0 = kernel_array(ctx.com_position0), kernel_array(ctx.rotation0)
-    settings = (float(ctx.stage_dt), 0, True, False, True)
+    settings = (float(ctx.stage_dt), 0, True, contact_kernels.LOAD_RECONSTRUCTED, True)
     num_worlds, num_bodies = com.shape[:2]
     num_slots = max(int(pot._kernel_pairs.slot.max()) + 1, 0)
     max_rows = int(pot._kernel_samples.count[pot._kernel_pairs.colliding].sum())

@@ -206,16 +206,16 @@ def test_contact_kernel_with_a_mesh_collider_equals_the_numpy_potential(case, st
     assert_contact_kernel_equals_oracle(pot, ctx, com, rot, static_collider)
     np.testing.assert_array_equal(pot.penetration_depth(com, rot), pot.penetration_depth_numpy(com, rot))
 
-    model = (*pot._kernel_samples, *pot._kernel_pairs, *pot._kernel_colliders)
+    model = (tuple(pot._kernel_samples), tuple(pot._kernel_pairs), tuple(pot._kernel_colliders))
     com, rot = kernel_array(com), kernel_array(rot)
     com0, rot0 = kernel_array(ctx.com_position0), kernel_array(ctx.rotation0)
     settings = (float(ctx.stage_dt), _FRICTION_MODEL_CODE[config.friction_model], bool(config.fade_friction),
-                bool(config.implicit_normal_force_for_dissipation), bool(config.fitted_friction_hessian))
+                contact_kernels.load_mode(config), bool(config.fitted_friction_hessian))
     num_worlds, num_bodies = com.shape[:2]
     num_slots = max(int(pot._kernel_pairs.slot.max()) + 1, 0)
     ref = (np.zeros(num_worlds), np.zeros((num_worlds, num_bodies, 6)), np.zeros((num_worlds, num_bodies, 6, 6)),
            np.zeros((num_worlds, num_slots, 6, 6)))
-    contact_kernels.contact_terms(*model, com, rot, com0, rot0, *settings, True, *ref)
+    contact_kernels.contact_terms(*model, settings[1:], com, rot, com0, rot0, settings[0], True, *ref)
     max_rows = int(pot._kernel_samples.count[pot._kernel_pairs.colliding].sum())
     for w in range(num_worlds):
         got = tuple(np.zeros((1,) + a.shape[1:]) for a in ref)

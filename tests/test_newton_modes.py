@@ -262,5 +262,5 @@ def test_target_pivots_take_the_compiled_path_unless_exact_hessian(monkeypatch):
     assert scene.solver_path() == "compiled (fused step)"
     scene._constraint_system._sets["RigidPivotToRigidTarget"].exact_hessian = True  # the FD tests' exact curvature
     params = scene.get_solver_params().non_linear_solver
-    reason = plan(pipeline.CORE_POTENTIALS + tuple(scene._extra_potentials), params)
-    assert reason == "constraint type RigidPivotToRigidTarget has no per-world kernel"
+    kplan, reason = plan(pipeline.CORE_POTENTIALS + tuple(scene._extra_potentials), params)
+    assert kplan is None and reason == "constraint type RigidPivotToRigidTarget has no per-world kernel"

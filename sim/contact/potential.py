@@ -452,10 +452,10 @@ class ContactPotential(Potential):
         block = np.zeros((num_worlds, num_slots, 6, 6)) if want_hessian and num_slots else _NO_BLOCKS
         cfg = self.config
         coupled = contact_kernels.contact_terms(
-            *self._kernel_samples, *self._kernel_pairs, *self._kernel_colliders, kernel_array(com), kernel_array(rot),
-            kernel_array(com0), kernel_array(rot0), float(ctx.stage_dt), _FRICTION_MODEL_CODE[cfg.friction_model],
-            bool(cfg.fade_friction), contact_kernels.load_mode(cfg),
-            bool(cfg.fitted_friction_hessian), bool(want_hessian), terms.energy, terms.gradient,
+            tuple(self._kernel_samples), tuple(self._kernel_pairs), tuple(self._kernel_colliders),
+            (_FRICTION_MODEL_CODE[cfg.friction_model], bool(cfg.fade_friction), contact_kernels.load_mode(cfg),
+             bool(cfg.fitted_friction_hessian)), kernel_array(com), kernel_array(rot), kernel_array(com0),
+            kernel_array(rot0), float(ctx.stage_dt), bool(want_hessian), terms.energy, terms.gradient,
             terms.hessian_diag if want_hessian else _NO_BLOCKS, block)
         if coupled:  # without coupled rows the Newton system stays block-diagonal (as in assemble_rigid_contact)
             terms.couplings.append(Coupling(slots.body_a.copy(), slots.body_b.copy(), block))

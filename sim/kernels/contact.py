@@ -44,11 +44,10 @@ def load_mode(config) -> int:
 _ZERO_GRADIENT_NORM = 1e-9  # friction._ZERO_GRADIENT_NORM
 _CINF_MIN_EPS = np.finfo(np.float64).eps  # ramp._CINF_MIN_EPS
 
-# Frozen model arrays of one ContactPotential, three typed structures (row-major, C-contiguous). Python holds
-# them as these namedtuples and passes their arrays spread (``contact_terms(*samples, *pairs, *colliders, ...)``):
-# a namedtuple argument is typed by the dispatcher in Python one array at a time (0.2-0.5 ms per structure and
-# call measured on this loaded host), and inside the kernel its member reads kept reference-count updates in the
-# loops (~0.7 us per pair); plain array arguments cost neither.
+# Frozen model arrays of one ContactPotential, three typed structures (row-major, C-contiguous). Python names them
+# with these namedtuples; the kernels take them as plain tuples (``tuple(samples)``): numba types a namedtuple
+# argument at every call more slowly, and the kernels unpack each group into locals once per world, so their loops
+# read plain arrays.
 ContactSampleArrays = namedtuple("ContactSampleArrays", "points normals weights start count")
 ContactPairArrays = namedtuple(
     "ContactPairArrays",
@@ -57,8 +56,8 @@ ContactPairArrays = namedtuple(
 # Grid SDFs: every grid's values flattened (C order, z fastest) into grid_values from grid_start; per collider
 # grid_dims (C, 3), grid_min / grid_max / grid_cell (C, 3) [m]. Exact meshes (kind MESH) share the float table:
 # after the grids' values, every mesh's triangles (kernels/mesh.py `pack_mesh`, MESH_ROW floats each) from its
-# grid_start, its triangle count in grid_dims[:, 0]. Shared rather than new fields: the compiled Newton passes these
-# arrays through newton_stage's argument list and its by-address signatures (kernels/newton.py _CONTACT_MODEL).
+# grid_start, its triangle count in grid_dims[:, 0]. Shared rather than new fields: each field is one more array in
+# the compiled Newton's by-address signature of contact_rows (kernels/newton.py _CONTACT_MODEL).
 ContactColliderArrays = namedtuple(
     "ContactColliderArrays",
     "kind center half_extents rotation radius normal offset grid_values grid_start grid_dims grid_min grid_max "
@@ -149,19 +148,25 @@ _ROW_A, _ROW_B, _ROW_PAIR = 0, 1, 2
 
 
 @inner_kernel(_nrt=False)
-def _world_rows(
-        w, s_points, s_normals, s_weights, s_start, s_count, p_colliding, p_collider, p_collider_index, p_k, p_eps,
-        p_delta, p_mu, p_c_t, p_c_n, p_falloff_vel, p_max_alignment, p_use_collider_normal, p_dissipative, p_reach,
-        p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector, p_bound_scalar, p_slot, p_flip, c_kind,
-        c_center, c_half_extents, c_rotation, c_radius, c_normal, c_offset, c_grid_values, c_grid_start, c_grid_dims,
-        c_grid_min, c_grid_max, c_grid_cell, com, rot, com0, rot0, stage_dt, friction_model, fade_friction,
-        load_mode, fitted_hessian, want_hessian, row_body, rows, d2e, rd, frame, cp, reach_state,
-        reach_ref, reach_pair, reach_move):
+def _world_rows(w, samples, pairs, colliders, config, com, rot, com0, rot0, stage_dt, want_hessian, row_body, rows,
+                scratch, reach):
     """World w's active rows, in row order (pair, sample): their bodies and pair into row_body (R, 3), their force,
     levers and (with want_hessian) world Hessian into rows (R, _ROW_SIZE); returns (their count, the world's
-    contact energy). ``d2e``, ``rd`` (3, 3), ``frame`` (8, 3) and ``cp`` (_CP_SIZE,) are scratch. The broad phase
-    records or uses a reference as reach_state[0] says (contact_geometry.REACH_*; reach_ref (N, 12), reach_pair
-    (P, _RP_SIZE), reach_move (N, 2)): REACH_RECORD tests every pair and records them, then sets REACH_USE."""
+    contact energy). ``samples``, ``pairs``, ``colliders``: the potential's frozen arrays (ContactSampleArrays,
+    ContactPairArrays, ContactColliderArrays as plain tuples); ``config``: (friction model, fade_friction, load
+    mode, fitted Hessian). ``scratch``: d2e, rd (3, 3), frame (8, 3), cp (_CP_SIZE,). The broad phase records or
+    uses a reference as reach_state[0] says (contact_geometry.REACH_*; ``reach``: reach_state (1,), reach_ref
+    (N, 12), reach_pair (P, _RP_SIZE), reach_move (N, 2)): REACH_RECORD tests every pair and records them, then
+    sets REACH_USE."""
+    s_points, s_normals, s_weights, s_start, s_count = samples
+    (p_colliding, p_collider, p_collider_index, p_k, p_eps, p_delta, p_mu, p_c_t, p_c_n, p_falloff_vel,
+     p_max_alignment, p_use_collider_normal, p_dissipative, p_reach, p_sphere_center, p_sphere_radius,
+     p_bound_is_half, p_bound_vector, p_bound_scalar, p_slot, p_flip) = pairs
+    (c_kind, c_center, c_half_extents, c_rotation, c_radius, c_normal, c_offset, c_grid_values, c_grid_start,
+     c_grid_dims, c_grid_min, c_grid_max, c_grid_cell) = colliders
+    friction_model, fade_friction, load_mode, fitted_hessian = config
+    d2e, rd, frame, cp = scratch
+    reach_state, reach_ref, reach_pair, reach_move = reach
     e_world = 0.0
     num_rows = 0
     explicit = load_mode == LOAD_EXPLICIT
@@ -252,55 +257,15 @@ def _world_rows(
                     d2e[i, 1] = d2_phi * (gi * gr1)
                     d2e[i, 2] = d2_phi * (gi * gr2)
             if dissipative:
-                if explicit:  # dp = Y - Y0 with Y0 = M0 X + t0, the stage-start frame's point
-                    dp0, dp1, dp2 = y0 - z0, y1 - z1, y2 - z2
-                else:  # stage-start pullback Y0 = R_B0^T (c_A0 + R_A0 X - c_B0); dp = Y - Y0
-                    q0 = com0[w, a, 0] + ((rot0[w, a, 0, 0] * xs0 + rot0[w, a, 0, 2] * xs2)
-                                          + rot0[w, a, 0, 1] * xs1) - com0[w, b, 0]
-                    q1 = com0[w, a, 1] + ((rot0[w, a, 1, 0] * xs0 + rot0[w, a, 1, 2] * xs2)
-                                          + rot0[w, a, 1, 1] * xs1) - com0[w, b, 1]
-                    q2 = com0[w, a, 2] + ((rot0[w, a, 2, 0] * xs0 + rot0[w, a, 2, 2] * xs2)
-                                          + rot0[w, a, 2, 1] * xs1) - com0[w, b, 2]
-                    dp0 = y0 - ((rot0[w, b, 0, 0] * q0 + rot0[w, b, 1, 0] * q1) + rot0[w, b, 2, 0] * q2)
-                    dp1 = y1 - ((rot0[w, b, 0, 1] * q0 + rot0[w, b, 1, 1] * q1) + rot0[w, b, 2, 1] * q2)
-                    dp2 = y2 - ((rot0[w, b, 0, 2] * q0 + rot0[w, b, 1, 2] * q1) + rot0[w, b, 2, 2] * q2)
-                if load_mode == LOAD_RECONSTRUCTED:  # reconstructed stage-start distance d0 = phi - G . dp
-                    load_phi = phi - ((gr0 * dp0 + gr2 * dp2) + gr1 * dp1)
-                else:  # the current distance (implicit), or the stage start's (explicit)
-                    load_phi = phi_s
-                lv, l1, _ = _poly_relu(-load_phi, eps, eps - delta)
-                lam = fade * (k * lv * l1)
-                # Friction normal: G/|G| (or -N_A where |G| vanishes, or when the pair uses -N_A).
-                if use_collider_normal:
-                    gn = np.sqrt((gs0 * gs0 + gs1 * gs1) + gs2 * gs2)
-                    if gn < _ZERO_GRADIENT_NORM:
-                        n0, n1, n2 = -na0, -na1, -na2
-                    else:
-                        n0, n1, n2 = gs0 / gn, gs1 / gn, gs2 / gn
-                else:
-                    n0, n1, n2 = -na0, -na1, -na2
-                dp_n = (dp0 * n0 + dp2 * n2) + dp1 * n1
-                t0, t1, t2 = dp0 - dp_n * n0, dp1 - dp_n * n1, dp2 - dp_n * n2
-                slip = np.sqrt((t0 * t0 + t1 * t1) + t2 * t2)
-                f, _, f2, f1x = _smoother(friction_model, slip, width)
-                e_row += lam * (mu * f + 0.5 * c_t * slip * slip + 0.5 * c_n * dp_n * dp_n)
-                tangent = mu * f1x + c_t
-                de0 += lam * (tangent * t0 + (c_n * dp_n) * n0)
-                de1 += lam * (tangent * t1 + (c_n * dp_n) * n1)
-                de2 += lam * (tangent * t2 + (c_n * dp_n) * n2)
-                if want_hessian:
-                    exact_c = 0.0
-                    if not fitted_hessian and slip > 0.0:
-                        exact_c = lam * mu * (f2 - f1x) / (slip * slip)
-                    for i in range(3):
-                        ni = n0 if i == 0 else (n1 if i == 1 else n2)
-                        ti = t0 if i == 0 else (t1 if i == 1 else t2)
-                        for j in range(3):
-                            nj = n0 if j == 0 else (n1 if j == 1 else n2)
-                            tj = t0 if j == 0 else (t1 if j == 1 else t2)
-                            nn = ni * nj
-                            eye = 1.0 if i == j else 0.0
-                            d2e[i, j] += lam * (tangent * (eye - nn) + c_n * nn) + exact_c * (ti * tj)
+                e_fric, df0, df1, df2 = _dissipation(
+                    (w, a, b), (xs0, xs1, xs2, y0, y1, y2, z0, z1, z2),
+                    (phi, gr0, gr1, gr2, phi_s, gs0, gs1, gs2, na0, na1, na2),
+                    (fade, eps, delta, k, mu, c_t, c_n, width), (explicit, load_mode, use_collider_normal, friction_model, fitted_hessian, want_hessian), com0,
+                    rot0, d2e)
+                e_row += e_fric
+                de0 += df0
+                de1 += df1
+                de2 += df2
             # The row: world force g = w R_B dE, levers r = x - c_A, u = x - c_B, world Hessian H = w R_B d2E R_B^T.
             wt = s_weights[s]
             e_world += wt * e_row
@@ -326,6 +291,72 @@ def _world_rows(
         _record_bodies(com, rot, w, reach_ref)
         reach_state[0] = REACH_USE
     return num_rows, e_world
+
+
+@inner_kernel(_nrt=False, inline="always")
+def _dissipation(bodies, sample, geometry, pair, modes, com0, rot0, d2e):
+    """One row's friction and damping (the dissipation potential of contact/friction.py): its energy and its
+    gradient's terms in the collider's frame (each added to the penalty's by the caller, so the sums round as when
+    written inline), its Hessian added into d2e. Inlined into
+    `_world_rows`: the same operations as written there. ``bodies`` (w, a, b); ``sample``: its CoM-frame point X,
+    its point in the collider's frame Y and (explicit normals) at the stage start Y0; ``geometry``: phi and its
+    gradient G now, at the stage start (phi_s, G_s) and the colliding normal N_A; ``pair``: its scalars;
+    ``modes``: (explicit, load mode, use_collider_normal, friction model, fitted Hessian, want_hessian)."""
+    w, a, b = bodies
+    xs0, xs1, xs2, y0, y1, y2, z0, z1, z2 = sample
+    phi, gr0, gr1, gr2, phi_s, gs0, gs1, gs2, na0, na1, na2 = geometry
+    fade, eps, delta, k, mu, c_t, c_n, width = pair
+    explicit, load_mode, use_collider_normal, friction_model, fitted_hessian, want_hessian = modes
+    if explicit:  # dp = Y - Y0 with Y0 = M0 X + t0, the stage-start frame's point
+        dp0, dp1, dp2 = y0 - z0, y1 - z1, y2 - z2
+    else:  # stage-start pullback Y0 = R_B0^T (c_A0 + R_A0 X - c_B0); dp = Y - Y0
+        q0 = com0[w, a, 0] + ((rot0[w, a, 0, 0] * xs0 + rot0[w, a, 0, 2] * xs2)
+                              + rot0[w, a, 0, 1] * xs1) - com0[w, b, 0]
+        q1 = com0[w, a, 1] + ((rot0[w, a, 1, 0] * xs0 + rot0[w, a, 1, 2] * xs2)
+                              + rot0[w, a, 1, 1] * xs1) - com0[w, b, 1]
+        q2 = com0[w, a, 2] + ((rot0[w, a, 2, 0] * xs0 + rot0[w, a, 2, 2] * xs2)
+                              + rot0[w, a, 2, 1] * xs1) - com0[w, b, 2]
+        dp0 = y0 - ((rot0[w, b, 0, 0] * q0 + rot0[w, b, 1, 0] * q1) + rot0[w, b, 2, 0] * q2)
+        dp1 = y1 - ((rot0[w, b, 0, 1] * q0 + rot0[w, b, 1, 1] * q1) + rot0[w, b, 2, 1] * q2)
+        dp2 = y2 - ((rot0[w, b, 0, 2] * q0 + rot0[w, b, 1, 2] * q1) + rot0[w, b, 2, 2] * q2)
+    if load_mode == LOAD_RECONSTRUCTED:  # reconstructed stage-start distance d0 = phi - G . dp
+        load_phi = phi - ((gr0 * dp0 + gr2 * dp2) + gr1 * dp1)
+    else:  # the current distance (implicit), or the stage start's (explicit)
+        load_phi = phi_s
+    lv, l1, _ = _poly_relu(-load_phi, eps, eps - delta)
+    lam = fade * (k * lv * l1)
+    # Friction normal: G/|G| (or -N_A where |G| vanishes, or when the pair uses -N_A).
+    if use_collider_normal:
+        gn = np.sqrt((gs0 * gs0 + gs1 * gs1) + gs2 * gs2)
+        if gn < _ZERO_GRADIENT_NORM:
+            n0, n1, n2 = -na0, -na1, -na2
+        else:
+            n0, n1, n2 = gs0 / gn, gs1 / gn, gs2 / gn
+    else:
+        n0, n1, n2 = -na0, -na1, -na2
+    dp_n = (dp0 * n0 + dp2 * n2) + dp1 * n1
+    t0, t1, t2 = dp0 - dp_n * n0, dp1 - dp_n * n1, dp2 - dp_n * n2
+    slip = np.sqrt((t0 * t0 + t1 * t1) + t2 * t2)
+    f, _, f2, f1x = _smoother(friction_model, slip, width)
+    e_add = lam * (mu * f + 0.5 * c_t * slip * slip + 0.5 * c_n * dp_n * dp_n)
+    tangent = mu * f1x + c_t
+    dd0 = lam * (tangent * t0 + (c_n * dp_n) * n0)
+    dd1 = lam * (tangent * t1 + (c_n * dp_n) * n1)
+    dd2 = lam * (tangent * t2 + (c_n * dp_n) * n2)
+    if want_hessian:
+        exact_c = 0.0
+        if not fitted_hessian and slip > 0.0:
+            exact_c = lam * mu * (f2 - f1x) / (slip * slip)
+        for i in range(3):
+            ni = n0 if i == 0 else (n1 if i == 1 else n2)
+            ti = t0 if i == 0 else (t1 if i == 1 else t2)
+            for j in range(3):
+                nj = n0 if j == 0 else (n1 if j == 1 else n2)
+                tj = t0 if j == 0 else (t1 if j == 1 else t2)
+                nn = ni * nj
+                eye = 1.0 if i == j else 0.0
+                d2e[i, j] += lam * (tangent * (eye - nn) + c_n * nn) + exact_c * (ti * tj)
+    return e_add, dd0, dd1, dd2
 
 
 @inner_kernel(_nrt=False)
@@ -388,42 +419,29 @@ def contact_max_rows(p_colliding, s_count):
 
 
 @kernel
-def contact_terms(
-        s_points, s_normals, s_weights, s_start, s_count, p_colliding, p_collider, p_collider_index, p_k, p_eps,
-        p_delta, p_mu, p_c_t, p_c_n, p_falloff_vel, p_max_alignment, p_use_collider_normal, p_dissipative, p_reach,
-        p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector, p_bound_scalar, p_slot, p_flip, c_kind,
-        c_center, c_half_extents, c_rotation, c_radius, c_normal, c_offset, c_grid_values, c_grid_start, c_grid_dims,
-        c_grid_min, c_grid_max, c_grid_cell, com, rot, com0, rot0, stage_dt, friction_model, fade_friction,
-        load_mode, fitted_hessian, want_hessian, energy_out, grad_out, hess_out, coupling_out):
+def contact_terms(samples, pairs, colliders, config, com, rot, com0, rot0, stage_dt, want_hessian, energy_out,
+                  grad_out, hess_out, coupling_out):
     """Add every world's contact terms into energy_out (W,), grad_out (W, N, 6), hess_out (W, N, 6, 6) and the
     coupling blocks coupling_out (W, S, 6, 6) of the pairs' slots; returns True when some row coupled two
-    dynamic bodies (the caller then passes the blocks to the solver). Per world: its rows (`_world_rows`), then
-    their gradient and Hessian scattered to the bodies.
+    dynamic bodies (the caller then passes the blocks to the solver). Per world: its rows (`_world_rows`, which
+    names the groups), then their gradient and Hessian scattered to the bodies.
 
     Its loops read the arguments element by element into scalars, with no array views and no scratch array per
     pair or sample, and its helpers are compiled without NRT: each view, or array argument of a helper with NRT,
     costs reference-count updates (an atomic increment and decrement each), which took a third of its time."""
     coupled = False
-    d2e = np.empty((3, 3))
-    rd = np.empty((3, 3))
     blk = np.empty((1, 1, 6, 6))
     hj = np.empty((3, 6))
-    frame = np.empty((8, 3))
-    cp = np.empty(_CP_SIZE)
-    max_rows = contact_max_rows(p_colliding, s_count)
+    scratch = (np.empty((3, 3)), np.empty((3, 3)), np.empty((8, 3)), np.empty(_CP_SIZE))
+    p_colliding, p_slot, p_flip = pairs[0], pairs[19], pairs[20]
+    max_rows = contact_max_rows(p_colliding, samples[4])
     row_body = np.empty((max_rows, 3), np.int64)
     rows = np.empty((max_rows, _ROW_SIZE))
-    reach_off = np.full(1, REACH_OFF, np.int64)
     no_reach = np.empty((0, _RP_SIZE))
+    reach = (np.full(1, REACH_OFF, np.int64), no_reach, no_reach, no_reach)
     for w in range(com.shape[0]):
-        num_rows, e_world = _world_rows(
-            w, s_points, s_normals, s_weights, s_start, s_count, p_colliding, p_collider, p_collider_index, p_k,
-            p_eps, p_delta, p_mu, p_c_t, p_c_n, p_falloff_vel, p_max_alignment, p_use_collider_normal,
-            p_dissipative, p_reach, p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector,
-            p_bound_scalar, p_slot, p_flip, c_kind, c_center, c_half_extents, c_rotation, c_radius, c_normal,
-            c_offset, c_grid_values, c_grid_start, c_grid_dims, c_grid_min, c_grid_max, c_grid_cell, com, rot,
-            com0, rot0, stage_dt, friction_model, fade_friction, load_mode, fitted_hessian,
-            want_hessian, row_body, rows, d2e, rd, frame, cp, reach_off, no_reach, no_reach, no_reach)
+        num_rows, e_world = _world_rows(w, samples, pairs, colliders, config, com, rot, com0, rot0, stage_dt,
+                                        want_hessian, row_body, rows, scratch, reach)
         _scatter_gradient(w, row_body, rows, num_rows, grad_out)
         if want_hessian and _scatter_hessian(w, row_body, rows, num_rows, p_slot, p_flip, hess_out, coupling_out,
                                              blk, hj):
@@ -436,30 +454,18 @@ def contact_terms(
 # passed in, so that they allocate nothing and are compiled without NRT: with it, every call increfs and decrefs
 # each of its ~55 array arguments (measured: a fifth of a Push world's Newton time went to those).
 @kernel(no_cpython_wrapper=True, _nrt=False)
-def contact_rows(
-        s_points, s_normals, s_weights, s_start, s_count, p_colliding, p_collider, p_collider_index, p_k, p_eps,
-        p_delta, p_mu, p_c_t, p_c_n, p_falloff_vel, p_max_alignment, p_use_collider_normal, p_dissipative, p_reach,
-        p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector, p_bound_scalar, p_slot, p_flip, c_kind,
-        c_center, c_half_extents, c_rotation, c_radius, c_normal, c_offset, c_grid_values, c_grid_start, c_grid_dims,
-        c_grid_min, c_grid_max, c_grid_cell, com, rot, com0, rot0, stage_dt, friction_model, fade_friction,
-        load_mode, fitted_hessian, want_hessian, energy_out, grad_out, row_body, rows, num_rows, d2e, rd,
-        frame, cp, reach_state, reach_ref, reach_pair, reach_move):
+def contact_rows(samples, pairs, colliders, config, com, rot, com0, rot0, stage_dt, want_hessian, energy_out, grad_out,
+                 row_out, scratch, reach):
     """`contact_terms` of one world (leading axis 1) without the Hessian assembly: adds the energy and gradient into
-    energy_out (1,) and grad_out (1, N, 6) and leaves the world's rows in row_body (R, 3), rows (R, _ROW_SIZE)
-    (R = `contact_max_rows`) and their count in num_rows (1,), with their world Hessians when want_hessian, for
-    `contact_hessian_from_rows`. The compiled Newton assembles the Hessian only where it takes a step, not at the
-    iterate it stops on nor at a rejected line-search trial. ``d2e``, ``rd`` (3, 3), ``frame`` (8, 3) and ``cp``
-    (_CP_SIZE,) are scratch. The broad phase between one solve's evaluations: `_world_rows` (reach_state (1,)
-    int, set to contact_geometry.REACH_RECORD at a solve's first evaluation; reach_ref (N, 12), reach_pair
-    (P, _RP_SIZE), reach_move (N, 2) work arrays kept between the calls)."""
-    count, e_world = _world_rows(
-        0, s_points, s_normals, s_weights, s_start, s_count, p_colliding, p_collider, p_collider_index, p_k, p_eps,
-        p_delta, p_mu, p_c_t, p_c_n, p_falloff_vel, p_max_alignment, p_use_collider_normal, p_dissipative, p_reach,
-        p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector, p_bound_scalar, p_slot, p_flip, c_kind,
-        c_center, c_half_extents, c_rotation, c_radius, c_normal, c_offset, c_grid_values, c_grid_start,
-        c_grid_dims, c_grid_min, c_grid_max, c_grid_cell, com, rot, com0, rot0, stage_dt, friction_model,
-        fade_friction, load_mode, fitted_hessian, want_hessian, row_body, rows, d2e, rd, frame, cp,
-        reach_state, reach_ref, reach_pair, reach_move)
+    energy_out (1,) and grad_out (1, N, 6) and leaves the world's rows in ``row_out`` (row_body (R, 3), rows
+    (R, _ROW_SIZE), R = `contact_max_rows`, and their count num_rows (1,)), with their world Hessians when
+    want_hessian, for `contact_hessian_from_rows`. The compiled Newton assembles the Hessian only where it takes a
+    step, not at the iterate it stops on nor at a rejected line-search trial. ``scratch`` and ``reach``: as
+    `_world_rows` names them (reach_state (1,) int, set to contact_geometry.REACH_RECORD at a solve's first
+    evaluation; the other reach arrays are work kept between the calls)."""
+    row_body, rows, num_rows = row_out
+    count, e_world = _world_rows(0, samples, pairs, colliders, config, com, rot, com0, rot0, stage_dt, want_hessian,
+                                 row_body, rows, scratch, reach)
     _scatter_gradient(0, row_body, rows, count, grad_out)
     energy_out[0] += e_world
     num_rows[0] = count

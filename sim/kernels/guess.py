@@ -21,21 +21,16 @@ from .so3 import matmul3
 
 
 @kernel
-def outside_guess(
-        # the test's threshold in ramp widths, the stage length, which bodies are static
-        margin, stage_dt, is_static,
-        # the latest solution (y_n, then the previous stage) and Newton's start (guess_r is rewritten in place)
-        latest_c, latest_r, latest_v, latest_w, guess_c, guess_r,
-        # the contact potential's kernel arrays (`ContactPotential.penetration_depth`'s; any collider kind,
-        # contact_geometry's, a mesh's distance by address)
-        s_points, s_start, s_count, p_colliding, p_collider, p_collider_index, p_eps, p_delta, p_reach,
-        p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector, p_bound_scalar, c_kind, c_center,
-        c_half_extents, c_rotation, c_radius, c_normal, c_offset, c_grid_values, c_grid_start, c_grid_dims,
-        c_grid_min, c_grid_max, c_grid_cell,
-        # work arrays: the tested pose (W, N, 3), (W, N, 3, 3), which bodies sit on their prediction and the
-        # depths at the tested pose and at the latest one (W, N)
-        pre_c, pre_r, predicted, at_guess, at_latest):
-    """Returns True when a rotation was replaced."""
+def outside_guess(margin, stage_dt, is_static, latest, guess, depth_inputs, work):
+    """Returns True when a rotation was replaced. ``margin``: the test's threshold in ramp widths; ``latest``: the
+    latest solution (c, r, v, omega: y_n, then the previous stage); ``guess``: Newton's start (c, r; r is
+    rewritten in place); ``depth_inputs``: `kernels.depth.contact_depth`'s arrays before the poses
+    (`ContactPotential.depth_kernel_inputs`: any collider kind, a mesh's distance by address); ``work``: the tested
+    pose (W, N, 3), (W, N, 3, 3), which bodies sit on their prediction and the depths at the tested pose and at
+    the latest one (W, N)."""
+    latest_c, latest_r, latest_v, latest_w = latest
+    guess_c, guess_r = guess
+    pre_c, pre_r, predicted, at_guess, at_latest = work
     num_worlds, n = latest_c.shape[0], latest_c.shape[1]
     m = np.empty((3, 3))
     theta = np.empty(3)
@@ -61,20 +56,14 @@ def outside_guess(
                         pre_r[w, b, a, e] = guess_r[w, b, a, e]
             at_guess[w, b] = 0.0
             at_latest[w, b] = 0.0
-    contact_depth(s_points, s_start, s_count, p_colliding, p_collider, p_collider_index, p_eps, p_delta, p_reach,
-                  p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector, p_bound_scalar, c_kind,
-                  c_center, c_half_extents, c_rotation, c_radius, c_normal, c_offset, c_grid_values, c_grid_start,
-                  c_grid_dims, c_grid_min, c_grid_max, c_grid_cell, pre_c, pre_r, at_guess)
+    contact_depth(*depth_inputs, pre_c, pre_r, at_guess)
     for w in range(num_worlds):
         for b in range(n):
             if predicted[w, b] and at_guess[w, b] > margin:
                 any_deep = True
     if not any_deep:  # most stages: no second depth pass
         return False
-    contact_depth(s_points, s_start, s_count, p_colliding, p_collider, p_collider_index, p_eps, p_delta, p_reach,
-                  p_sphere_center, p_sphere_radius, p_bound_is_half, p_bound_vector, p_bound_scalar, c_kind,
-                  c_center, c_half_extents, c_rotation, c_radius, c_normal, c_offset, c_grid_values, c_grid_start,
-                  c_grid_dims, c_grid_min, c_grid_max, c_grid_cell, latest_c, latest_r, at_latest)
+    contact_depth(*depth_inputs, latest_c, latest_r, at_latest)
     replaced = False
     for w in range(num_worlds):
         for b in range(n):

@@ -300,10 +300,11 @@ _I1, _I2 = types.Array(types.int64, 1, "C"), types.Array(types.int64, 2, "C")
 _B1 = types.Array(types.boolean, 1, "C")
 _f8, _i8, _b = types.float64, types.int64, types.boolean
 _TERMS = (_F1, _F3, _F4)  # energy (W,), gradient (W, N, 6), Hessian (W, N, 6, 6) outputs
-_CONTACT_MODEL = (_F2, _F2, _F1, _I1, _I1,  # ContactSampleArrays
-                  _I1, _I1, _I1, _F1, _F1, _F1, _F1, _F1, _F1, _F1, _F1, _B1, _B1, _F1, _F2, _F1, _B1, _F2, _F1, _I1,
-                  _B1,  # ContactPairArrays
-                  _I1, _F2, _F2, _F3, _F1, _F2, _F1, _F1, _I1, _I2, _F2, _F2, _F2)  # ContactColliderArrays
+_CONTACT_MODEL = (types.Tuple((_F2, _F2, _F1, _I1, _I1)),  # ContactSampleArrays
+                  types.Tuple((_I1, _I1, _I1, _F1, _F1, _F1, _F1, _F1, _F1, _F1, _F1, _B1, _B1, _F1, _F2, _F1, _B1, _F2,
+                               _F1, _I1, _B1)),  # ContactPairArrays
+                  types.Tuple((_I1, _F2, _F2, _F3, _F1, _F2, _F1, _F1, _I1, _I2, _F2, _F2, _F2)),  # ContactColliderArrays
+                  types.Tuple((_i8, _b, _i8, _b)))  # friction model, fade_friction, load mode, fitted Hessian
 _BY_ADDRESS = (  # (kernel, signature), in the order of callee_addresses
     (translational_inertia, types.none(_F1, _B1, _f8, _F3, _F3, _F3, _b, *_TERMS)),
     (rotational_inertia_into, types.none(_F3, _B1, _f8, _F4, _F4, _F3, _F4, _b, _b, *_TERMS, _F3)),
@@ -311,8 +312,8 @@ _BY_ADDRESS = (  # (kernel, signature), in the order of callee_addresses
     (gravity, types.none(_F1, _B1, _B1, _F2, _F3, _F1, _F3)),
     (dof_loads, types.none(_B1, _F3, _F3, _F4, _F4, _F1, _F3)),
     (offset_forces, types.none(_B1, _F4, _F3, _F3, _F4, _b, _b, *_TERMS)),
-    (contact_rows, types.none(*_CONTACT_MODEL, _F3, _F4, _F3, _F4, _f8, _i8, _b, _i8, _b, _b, _F1, _F3, _I2, _F2, _I1,
-                              _F2, _F2, _F2, _F1, _I1, _F2, _F2, _F2)),
+    (contact_rows, types.none(*_CONTACT_MODEL, _F3, _F4, _F3, _F4, _f8, _b, _F1, _F3, types.Tuple((_I2, _F2, _I1)),
+                              types.Tuple((_F2, _F2, _F2, _F1)), types.Tuple((_I1, _F2, _F2, _F2)))),
     (contact_hessian_from_rows, _b(_I2, _F2, _I1, _I1, _B1, _F4, _F4, _F4, _F2)),
     (point_pivot_values, types.none(_F3, _F4, _I1, _I1, _F2, _F3, _b, _F3, _F4)),
     (rotation_pivot_values_into, types.none(_F4, _I1, _I1, _F3, _F4, _b, _F3, _F4, _F3)),
@@ -455,9 +456,9 @@ def _world_buffers(bodies, stage, contact, sets, terms, io):
     # reach_state: the broad phase's reference, recorded at each world's first evaluation (contact_geometry.REACH_*).
     max_rows = contact_max_rows(pairs[0], contact[1][4]) if has_contact else 0
     reach_state = np.empty(1, np.int64)
-    contact_work = (np.empty((max_rows, 3), np.int64), np.empty((max_rows, 18)), np.zeros(1, np.int64),
-                    (np.empty((3, 3)), np.empty((3, 3)), np.empty((8, 3)), np.empty(_CP_SIZE), reach_state,
-                     np.empty((n, 12)), np.empty((pairs[0].shape[0], _RP_SIZE)), np.empty((n, 2))),
+    contact_work = ((np.empty((max_rows, 3), np.int64), np.empty((max_rows, 18)), np.zeros(1, np.int64)),
+                    (np.empty((3, 3)), np.empty((3, 3)), np.empty((8, 3)), np.empty(_CP_SIZE)),
+                    (reach_state, np.empty((n, 12)), np.empty((pairs[0].shape[0], _RP_SIZE)), np.empty((n, 2))),
                     (np.empty((1, 1, 6, 6)), np.empty((3, 6))))
     best = (np.empty(n3), np.empty(n9), np.empty(6 * n))
     size = max(6 * dyn_index.shape[0], 6)
@@ -516,7 +517,7 @@ def _load_world(w, stage, sets, io, buffers):
     if num_joint_slots:
         _copy(set_work[13], 0, joints[2].reshape(joints[2].size), w * 3 * num_joint_slots, 3 * num_joint_slots)
     set_work[0][0] = sets[2][w]
-    contact_work[3][4][0] = REACH_RECORD
+    contact_work[2][0][0] = REACH_RECORD
     _copy(iterate[6], 0, io[0].reshape(io[0].size), w * n3, n3)
     _copy(iterate[7], 0, io[1].reshape(io[1].size), w * n9, n9)
     return any_load
@@ -578,10 +579,8 @@ def _evaluate(addresses, bodies, stage, contact, sets, terms, buffers, any_load,
     if contact[0]:  # energy and gradient; its Hessian from the rows where a step is taken
         e_one[0] = 0.0
         _fill_zero(g_one_f)
-        friction_model, fade_friction, load_mode, fitted_hessian = contact[4]
-        _call_contact_rows(addresses[_CONTACT], *contact[1], *contact[2], *contact[3], c_try, r_try, c0, r0, stage_dt,
-                           friction_model, fade_friction, load_mode, fitted_hessian, hessian, e_one, g_one,
-                           contact_work[0], contact_work[1], contact_work[2], *contact_work[3])
+        _call_contact_rows(addresses[_CONTACT], contact[1], contact[2], contact[3], contact[4], c_try, r_try, c0, r0,
+                           stage_dt, hessian, e_one, g_one, contact_work[0], contact_work[1], contact_work[2])
         e_try[0] = e_try[0] + e_one[0]
         _accumulate(g_try_f, g_one_f)
     if sets[0] or terms[0]:
@@ -824,8 +823,10 @@ def _direction(addresses, contact, sets, terms, is_static, dyn_index, buffers):
         _fill_zero(h_contact_f)
         _fill_zero(k_tot_f)
         pairs = contact[2]
-        _call_contact_hessian(addresses[_CONTACT_HESSIAN], contact_work[0], contact_work[1], contact_work[2],
-                              pairs[19], pairs[20], h_contact, k_tot, *contact_work[4])
+        row_body, rows, num_rows = contact_work[0]
+        blk, hj = contact_work[3]
+        _call_contact_hessian(addresses[_CONTACT_HESSIAN], row_body, rows, num_rows, pairs[19], pairs[20], h_contact,
+                              k_tot, blk, hj)
         _accumulate(h_tot_f, h_contact_f)
     if sets[0] or terms[0]:
         _accumulate(h_tot_f, h_one_f)
