@@ -18,8 +18,8 @@ from .contact.params import (
     GridSdfParams,
     SdfResolutionMode,
 )
-from .contact_system import ContactPoint, IncludeNestedActors
-from .constraint_system import Constraint
+from .contact.system import ContactPoint, IncludeNestedActors
+from .constraints.system import Constraint
 from .constraints.params import (
     ConstraintParams,
     JointRotationRangeConstraintParams,

@@ -17,11 +17,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import lie, pipeline
+from . import lie
+from .step import pipeline
 from .actor import RigidActor
 from .actor_queries import ActorQueryRegistry
-from .constraint_system import ConstraintSceneMixin
-from .contact_system import ContactSceneMixin, ContactSystem
+from .constraints.system import ConstraintSceneMixin
+from .contact.system import ContactSceneMixin, ContactSystem
 from .geometry_types import SceneHandle
 from .model import Kinematics, Model, State, compile_bodies
 from .params import (
@@ -487,7 +488,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
     # --- stepping ------------------------------------------------------------------------------------------------
     def solver_path(self) -> str:
         """Which path this scene's steps take now: "compiled (fused step)" (the compiled Newton with the step's
-        other work in kernels too, sim/fused_step.py), "compiled (per-stage step: <reason>)" (the compiled Newton
+        other work in kernels too, sim/step/fused.py), "compiled (per-stage step: <reason>)" (the compiled Newton
         per stage, sim/kernels/newton.py) or "numpy: <reason>" (docs/engine.md, "Solver paths"). Decided from the
         scene's composition and solver settings only."""
         path, detail = pipeline.solver_path(self._extra_potentials, self._solver.non_linear_solver)

@@ -14,7 +14,7 @@ from dataclasses import fields
 import numpy as np
 
 from .model import Kinematics, State
-from .pipeline import system_types
+from .step.pipeline import system_types
 
 _STATE_ARRAYS = ("num_history", "sym_dirty", "static_previous_com", "static_previous_rotation", "external_force",
                  "offset_force", "offset_local", "status")

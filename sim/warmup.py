@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import time
 
-from . import fused_step
+from .step import fused
 from .contact.colliders import ColliderType
 from .context import create_scene
 from .experimental import enable_newton_euler_inertia
@@ -51,16 +51,16 @@ def compile_kernels() -> float:
                                     world_from_local=TransformRT(translation=[2.0, 0.0, 0.0]))
     # First on the per-stage step (the path of scenes outside the fused step's scope, e.g. on the numpy Newton):
     # its static selection and SO(3) log kernels.
-    was = fused_step.FUSED_STEP
-    fused_step.FUSED_STEP = False
+    was = fused.FUSED_STEP
+    fused.FUSED_STEP = False
     try:
         for half_turn in (0.0, 0.05):  # quaternion (x, y, z, w) of a turn by 2 * half_turn rad about y
             post.set_root_transform(TransformRT(translation=[2.0, 0.0, 0.0],
                                                 rotation=[0.0, math.sin(half_turn), 0.0, math.cos(half_turn)]))
             scene.step(0.01)
     finally:
-        fused_step.FUSED_STEP = was
-    # Then the fused step (sim/fused_step.py), with both of the default-path envs' initial guesses.
+        fused.FUSED_STEP = was
+    # Then the fused step (sim/step/fused.py), with both of the default-path envs' initial guesses.
     scene.step(0.01)
     solver.non_linear_solver.initial_guess = InitialGuess.CONSTANT_VELOCITY_AND_TARGETS
     scene.set_solver_params(solver)

@@ -137,7 +137,7 @@ ARGUMENT_DIFFERENCES = {
     ("Scene", "register_pre_step_callback"), ("Scene", "register_post_step_callback"),
     ("Scene", "capture_state_to_bytes"),  # returns bytes instead of filling out_data
     ("Scene", "enumerate_contact_layer_names"),  # returns the names instead of calling back
-    # contact / constraint scene methods live in sim/contact_system.py and sim/constraint_system.py
+    # contact / constraint scene methods live in sim/contact/system.py and sim/constraints/system.py
     ("Scene", "destroy_constraint"), ("Scene", "enable_actor_contact_asymmetric"), ("Scene", "for_each_constraint"),
     ("Scene", "get_constraint"), ("Scene", "set_contact_pair_params_override"),
     ("Constraint", "get_actor"), ("Constraint", "get_dof_indices_for_actor"),

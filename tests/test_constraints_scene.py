@@ -15,7 +15,7 @@ import pytest
 from reference import set_solver
 
 import superdex_gym.sim as mochi
-from superdex_gym.sim.constraint_system import Constraint
+from superdex_gym.sim.constraints.system import Constraint
 from superdex_gym.sim.constraints import (
     JointRotationRangeConstraintParams,
     JointRotationTrackingConstraintParams,

@@ -1,5 +1,5 @@
-"""The fused step (sim/fused_step.py, sim/kernels/fused.py) against the per-stage step (`_GroupStep`, its oracle:
-``fused_step.FUSED_STEP = False``), both on the compiled Newton.
+"""The fused step (sim/step/fused.py, sim/kernels/fused.py) against the per-stage step (`_GroupStep`, its oracle:
+``sim.step.fused.FUSED_STEP = False``), both on the compiled Newton.
 
 The fused kernels do the per-stage path's arithmetic in its order, with numpy's 3x3 matmul as OpenBLAS's x86-64
 kernels round it (a chain of fused multiply-adds) and the 3-term einsum contractions in numpy's SIMD order, so the
@@ -16,7 +16,7 @@ import pytest
 
 import superdex_gym  # noqa: F401  (registers the environments)
 import superdex_gym.sim as mochi
-from superdex_gym.sim import fused_step, pipeline
+from superdex_gym.sim.step import fused as fused_step, pipeline
 
 FIELDS = ("com_position", "rotation", "linear_velocity", "angular_velocity", "velocity_sym")
 
@@ -92,7 +92,7 @@ def test_push_env_is_bit_identical_on_both_paths(monkeypatch):
         scene = env.unwrapped.worlds.scene
         assert scene.solver_path() == ("compiled (fused step)" if fused else
                                        "compiled (per-stage step: the fused step is off (SUPERDEX_FUSED_STEP=0 or "
-                                       "fused_step.FUSED_STEP = False))")
+                                       "superdex_gym.sim.step.fused.FUSED_STEP = False))")
         rows = []
         for a in actions:
             o = env.step(a)[0]

@@ -79,7 +79,7 @@ def test_singular_newton_system_gets_the_minimum_norm_step():
     # PSD projection can leave a singular Hessian (seen once in 10^4 random Push steps with this guess: a
     # fast-spinning cube's projected rotational block). The solve then takes the least-squares minimum-norm
     # step instead of returning inf/NaN (which would mark the world DIVERGED).
-    from superdex_gym.sim.newton import _batched_solve
+    from superdex_gym.sim.solver.numpy_newton import _batched_solve
 
     rng = np.random.default_rng(0)
     q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
@@ -100,7 +100,7 @@ def test_the_numpy_newtons_dense_solve_runs_on_one_blas_thread(monkeypatch):
     The numpy Newton's solve limits numpy's and scipy's BLAS to one thread, and restores them after."""
     from threadpoolctl import threadpool_info
 
-    from superdex_gym.sim import newton
+    from superdex_gym.sim.solver import numpy_newton
 
     real_solve = np.linalg.solve
     seen = []
@@ -110,9 +110,9 @@ def test_the_numpy_newtons_dense_solve_runs_on_one_blas_thread(monkeypatch):
         return real_solve(a, b)
 
     before = {lib["filepath"]: lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
-    monkeypatch.setattr(newton.np.linalg, "solve", recording_solve)
+    monkeypatch.setattr(numpy_newton.np.linalg, "solve", recording_solve)
     mats = np.stack([np.eye(120) * 2.0 + 0.01 * np.ones((120, 120))])
-    newton._batched_solve(mats, np.ones((1, 120, 1)))
+    numpy_newton._batched_solve(mats, np.ones((1, 120, 1)))
     assert seen and seen[0] and set(seen[0].values()) == {1}
     assert {lib["filepath"]: lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"} == before
 

@@ -1,5 +1,5 @@
 """Joint constraint sets (RigidSphericalJoint, RigidPrismaticJoint, JointRotationRange, JointRotationTracking) on the
-compiled Newton (sim/kernels/newton.py) against the numpy Newton (sim/newton.py).
+compiled Newton (sim/kernels/newton.py) against the numpy Newton (sim/solver/numpy_newton.py).
 
 Both paths call the same joint kernels (sim/kernels/joints.py) in the constraint system's set order and add the
 A-B coupling blocks into the dense system in the numpy path's order (`_newton_direction`'s slot groups); they
@@ -18,7 +18,7 @@ import pytest
 
 import superdex_gym.sim as mochi
 from helpers import assert_worker_threads_give_the_serial_bits
-from superdex_gym.sim import pipeline
+from superdex_gym.sim.step import pipeline
 
 # The kicked chains swing fast past the small static anchor sphere: the tunnelling diagnostic warns (harmless here).
 pytestmark = pytest.mark.filterwarnings("ignore:a step of:RuntimeWarning")
@@ -149,7 +149,7 @@ def test_joint_scenes_on_worker_threads_give_the_serial_bits(monkeypatch):
 
 def test_joint_types_take_the_compiled_path_unless_exact_hessian(monkeypatch):
     """`scene.solver_path()` of joint scenes (nothing is stepped, so nothing compiles here)."""
-    from superdex_gym.sim.newton_kernel import plan
+    from superdex_gym.sim.solver.compiled_newton import plan
 
     monkeypatch.setattr(pipeline, "COMPILED_NEWTON", True)
     for kinds in (("spherical",), ("prismatic",), ("range",), ("tracking",), ("spherical", "pivot")):

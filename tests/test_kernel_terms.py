@@ -15,7 +15,8 @@ import pytest
 from helpers import assert_worker_threads_give_the_serial_bits, dense_hessian
 
 import superdex_gym.sim as mochi
-from superdex_gym.sim import lie, pipeline
+from superdex_gym.sim import lie
+from superdex_gym.sim.step import pipeline
 from superdex_gym.sim.potentials.base import StageContext
 
 EXAMPLE = runpy.run_path(str(Path(__file__).resolve().parents[1] / "examples" / "spring_potential.py"),

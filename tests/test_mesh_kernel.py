@@ -17,7 +17,8 @@ import pytest
 import trimesh
 
 import superdex_gym.sim as mochi
-from superdex_gym.sim import pipeline, shapes
+from superdex_gym.sim.step import pipeline
+from superdex_gym.sim import shapes
 from superdex_gym.sim.contact.colliders import ColliderType, MeshCollider
 from superdex_gym.sim.contact.mesh_distance import signed_distance_to_mesh, winding_number
 from superdex_gym.sim.jit import kernel_array

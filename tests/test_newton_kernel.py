@@ -1,4 +1,4 @@
-"""The compiled per-world Newton (sim/kernels/newton.py, sim/newton_kernel.py) against the numpy Newton (sim/newton.py).
+"""The compiled per-world Newton (sim/kernels/newton.py, sim/solver/compiled_newton.py) against the numpy Newton (sim/solver/numpy_newton.py).
 
 Both run the same potential kernels in the same order; they differ by round-off only where the compiled one
 does its own arithmetic: the LU solves (partial pivoting written out, LAPACK's gesv in numpy), the rotation
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import superdex_gym.sim as mochi
-from superdex_gym.sim import pipeline
+from superdex_gym.sim.step import pipeline
 from superdex_gym.sim.kernels import newton as newton_kernels
 from superdex_gym.sim.params import LineSearchType, PsdProjMode
 

@@ -1,6 +1,6 @@
 """The compiled Newton's PSD projection retry modes and RigidPivotToRigidTarget sets against the numpy Newton.
 
-**psd_proj_mode IF_FAIL_RETRY / IF_FAIL_ALWAYS** (sim/newton.py `_NewtonRun.newton_direction`): a world solves with
+**psd_proj_mode IF_FAIL_RETRY / IF_FAIL_ALWAYS** (sim/solver/numpy_newton.py `_NewtonRun.newton_direction`): a world solves with
 its unprojected Hessian; when the solve fails or dx is no descent direction (g . dx <= 0), its terms are evaluated
 again at the same iterate with PSD-projected blocks and it solves again; IF_FAIL_ALWAYS keeps the projection for
 the rest of the stage. The first evaluation of a stage is unprojected, the line search's evaluations project
@@ -28,7 +28,8 @@ import pytest
 
 import superdex_gym.sim as mochi
 from helpers import assert_worker_threads_give_the_serial_bits
-from superdex_gym.sim import newton, pipeline
+from superdex_gym.sim.solver import numpy_newton
+from superdex_gym.sim.step import pipeline
 from superdex_gym.sim.kernels import newton as newton_kernels
 from superdex_gym.sim.params import PsdProjMode
 
@@ -80,7 +81,7 @@ def retried_worlds(monkeypatch):
     """Records, per numpy `newton_direction` call, the batch worlds re-evaluated for the retry (a test-only
     counter on the oracle: the retry is the only evaluation newton_direction makes)."""
     record = []
-    direction = newton._NewtonRun.newton_direction
+    direction = numpy_newton._NewtonRun.newton_direction
 
     def recording(run):
         evaluate = run.evaluate
@@ -96,7 +97,7 @@ def retried_worlds(monkeypatch):
         finally:
             del run.evaluate
 
-    monkeypatch.setattr(newton._NewtonRun, "newton_direction", recording)
+    monkeypatch.setattr(numpy_newton._NewtonRun, "newton_direction", recording)
     return record
 
 
@@ -255,7 +256,7 @@ def test_target_pivots_on_worker_threads_give_the_serial_bits(monkeypatch):
 
 
 def test_target_pivots_take_the_compiled_path_unless_exact_hessian(monkeypatch):
-    from superdex_gym.sim.newton_kernel import plan
+    from superdex_gym.sim.solver.compiled_newton import plan
 
     monkeypatch.setattr(pipeline, "COMPILED_NEWTON", True)
     scene, _ = _carried(1, with_position_pivot=True)

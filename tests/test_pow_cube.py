@@ -7,7 +7,7 @@ import math
 import numba
 import numpy as np
 
-from superdex_gym.sim.kernels.cube import pow_cube
+from superdex_gym.sim.kernels.pow_cube import pow_cube
 
 
 @numba.njit(cache=False)

@@ -10,7 +10,7 @@ import pytest
 
 import superdex_gym  # noqa: F401
 import superdex_gym.sim as mochi
-from superdex_gym.sim import fused_step
+from superdex_gym.sim.step import fused as fused_step
 from superdex_gym.sim.state_io import _to_arrays
 
 

@@ -52,7 +52,7 @@ def main(argv=None) -> int:
     import superdex_gym  # noqa: F401  (registers the environments)
     import superdex_gym.sim as mochi
     from superdex_gym.benchmark import _contact_scene
-    from superdex_gym.sim import pipeline
+    from superdex_gym.sim.step import pipeline
 
     pipeline.COMPILED_NEWTON = not args.numpy_newton
     parts = {"imports": time.perf_counter() - T_START}

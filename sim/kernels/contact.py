@@ -26,7 +26,7 @@ from .contact_geometry import (  # noqa: F401  (the collider kinds: potential.py
     _collider_params, _out_of_reach_since, _pair_frame, _pair_gap, _pair_in_reach, _record_bodies, _record_pair,
     _sample_in_frame,
     _sdf_of)
-from .cube import pow_cube
+from .pow_cube import pow_cube
 
 C1_REGULARIZED, CINF_REGULARIZED = 0, 1
 # The dissipation's normal load and geometry (ContactEvalConfig): the load at the reconstructed stage-start distance
@@ -73,7 +73,7 @@ def _poly_relu(x, t, shift):
             return y, 1.0, 0.0
         return 0.0, 0.0, 0.0
     s = y / t
-    s3 = pow_cube(s)  # libm's pow(s, 3.0) bit for bit, as numpy's s**3 (kernels/cube.py)
+    s3 = pow_cube(s)  # libm's pow(s, 3.0) bit for bit, as numpy's s**3 (kernels/pow_cube.py)
     value = 3.0 * t / 16.0 + (0.5 + 0.375 * s - s3 / 16.0) * y
     d1 = 0.5 + 0.75 * s - 0.25 * s3
     d2 = 0.75 * (1.0 - s * s) / t
@@ -260,7 +260,8 @@ def _world_rows(w, samples, pairs, colliders, config, com, rot, com0, rot0, stag
                 e_fric, df0, df1, df2 = _dissipation(
                     (w, a, b), (xs0, xs1, xs2, y0, y1, y2, z0, z1, z2),
                     (phi, gr0, gr1, gr2, phi_s, gs0, gs1, gs2, na0, na1, na2),
-                    (fade, eps, delta, k, mu, c_t, c_n, width), (explicit, load_mode, use_collider_normal, friction_model, fitted_hessian, want_hessian), com0,
+                    (fade, eps, delta, k, mu, c_t, c_n, width),
+                    (explicit, load_mode, use_collider_normal, friction_model, fitted_hessian, want_hessian), com0,
                     rot0, d2e)
                 e_row += e_fric
                 de0 += df0

@@ -1,6 +1,6 @@
-"""The step's work around the stage Newton solves, as two kernels per stage (sim/fused_step.py calls them).
+"""The step's work around the stage Newton solves, as two kernels per stage (sim/step/fused.py calls them).
 
-`stage_begin` does, per world, what sim/pipeline.py's `_GroupStep` does before a stage's solve: at stage 0 the
+`stage_begin` does, per world, what sim/step/pipeline.py's `_GroupStep` does before a stage's solve: at stage 0 the
 convergence weights, the step start y* (`step_start`) and the static actors' implied velocity (`static_motion`),
 then the stage start a~_i
 with the static actors at their prescribed pose (`stage_start`) and Newton's start (`initial_guess`: constant
@@ -273,13 +273,7 @@ def _stage_start(w, stage_info, model, history, step, start, work):
         coeffs[j] = a_tilde[stage, j]
     for b in range(n):
         if is_static[b]:
-            if tau_start == 1.0:
-                _copy_pose(h_c, h_r, w, b, start_c, start_r)
-            elif tau_start == 0.0:
-                _copy_pose(prev_c, prev_r, w, b, start_c, start_r)
-            else:
-                _static_pose(prev_c[w, b], prev_r[w, b], h_c[w, b], h_r[w, b], tau_start, start_c[w, b],
-                             start_r[w, b], m, theta)
+            _static_pose_at(tau_start, h_c, h_r, prev_c, prev_r, w, b, start_c, start_r, m, theta)
             for a in range(3):
                 start_v[w, b, a] = static_v[w, b, a]
                 start_w[w, b, a] = static_w[w, b, a]
@@ -299,6 +293,18 @@ def _stage_start(w, stage_info, model, history, step, start, work):
 
 
 @inner_kernel
+def _static_pose_at(tau, h_c, h_r, prev_c, prev_r, w, b, out_c, out_r, m, theta):
+    """A static actor's prescribed pose at stage time tau (pipeline static_pose): y_n's at 1, the previous one's at
+    0, interpolated between."""
+    if tau == 1.0:
+        _copy_pose(h_c, h_r, w, b, out_c, out_r)
+    elif tau == 0.0:
+        _copy_pose(prev_c, prev_r, w, b, out_c, out_r)
+    else:
+        _static_pose(prev_c[w, b], prev_r[w, b], h_c[w, b], h_r[w, b], tau, out_c[w, b], out_r[w, b], m, theta)
+
+
+@inner_kernel
 def _newton_start(w, stage_info, model, history, drive, step, guess, work):
     """World w's Newton start (pipeline initial_guess) from the latest solution: y_n, then the previous stage;
     with GUESS_TARGETS the pivot drives' bodies on their targets."""
@@ -313,13 +319,7 @@ def _newton_start(w, stage_info, model, history, drive, step, guess, work):
     n = h_c.shape[1]
     for b in range(n):
         if is_static[b]:
-            if tau_end == 1.0:
-                _copy_pose(h_c, h_r, w, b, guess_c, guess_r)
-            elif tau_end == 0.0:
-                _copy_pose(prev_c, prev_r, w, b, guess_c, guess_r)
-            else:
-                _static_pose(prev_c[w, b], prev_r[w, b], h_c[w, b], h_r[w, b], tau_end, guess_c[w, b],
-                             guess_r[w, b], m, theta)
+            _static_pose_at(tau_end, h_c, h_r, prev_c, prev_r, w, b, guess_c, guess_r, m, theta)
             continue
         for a in range(3):
             c = h_c[w, b, a] if stage == 0 else st_c[stage - 1, w, b, a]
@@ -443,9 +443,9 @@ def stage_end(stage_info, model, torque_weight, start, solve, y_n, step, report,
 
 
 def compile_kernels() -> None:
-    """Compile `stage_begin` and `stage_end` for the argument types `fused_step.run_group` passes (C-contiguous
+    """Compile `stage_begin` and `stage_end` for the argument types `step.fused.run_group` passes (C-contiguous
     writable arrays, Python ints, floats and bools), by calling them on no worlds: the work of the child process
-    `fused_step` starts on a cold cache, which this process then loads from the cache."""
+    `step.fused` starts on a cold cache, which this process then loads from the cache."""
     f8, i8, b1 = np.float64, np.int64, np.bool_
 
     def z(ndim, dtype=f8):

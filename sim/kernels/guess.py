@@ -1,5 +1,5 @@
 """``InitialGuess.CONSTANT_VELOCITY_AND_TARGETS_OUTSIDE`` on the fused step as one kernel per stage
-(`potentials.base.guess_outside` is the numpy oracle; sim/fused_step.py calls this one).
+(`potentials.base.guess_outside` is the numpy oracle; sim/step/fused.py calls this one).
 
 `fused.stage_begin` has already written Newton's start with the pivot drives' targets and the statics on their
 prescribed pose. This kernel builds the pose the test looks at (the per-stage step's guess before the statics are

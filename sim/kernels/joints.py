@@ -233,7 +233,7 @@ def two_actor_compliance(g, g_old, jac, actors, stiffness, damping_over_dt, satu
 
 # The compiled Newton's entry point (sim/kernels/newton.py calls it by address, once per joint set and evaluation;
 # it is compiled only when a stage has joints, with the kernels above linked into it). The joint sets come packed
-# (sim/newton_kernel.py `_joint_pack`) so that newton_stage takes three arrays for all of them:
+# (sim/solver/compiled_newton.py `_joint_pack`) so that newton_stage takes three arrays for all of them:
 #   ints (int64): [S, Cj, then per set (kind, C, damped, world rows of its frozen arrays W', geometry offset in
 #     floats, index of its first joint among all Cj, actors offset in ints, stiffness offset in floats), then the
 #     actors (C, 2) of every set];

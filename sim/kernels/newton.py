@@ -2,7 +2,7 @@
 in each psd_proj_mode, the IF_FAIL modes' retry included, the small dense solve, line search, stopping tests, best
 iterate on stop) in one call per stage.
 
-sim/newton.py (`_NewtonRun`) is the numpy formulation and the oracle; this kernel follows it step by step for
+sim/solver/numpy_newton.py (`_NewtonRun`) is the numpy formulation and the oracle; this kernel follows it step by step for
 one world at a time, so a world's result never depends on the others in the batch (stepped together == alone,
 bit for bit). The potentials are the kernels of sim/kernels/ called on one world's buffers (leading axis 1), in
 the order and with the summation of `newton.evaluate_potentials`. What differs from numpy by round-off: the
@@ -16,7 +16,7 @@ addresses from `callee_addresses`) and stay out of this module; the helpers are 
 expressions or literal arguments (each literal type is one more specialization), and the helpers only kernels
 call have no Python wrappers (`inner_kernel`).
 
-Which scenes take this path is decided in sim/newton_kernel.py (`plan`), once per step from the scene's
+Which scenes take this path is decided in sim/solver/compiled_newton.py (`plan`), once per step from the scene's
 composition, never by a run-time failure.
 """
 
@@ -303,7 +303,8 @@ _TERMS = (_F1, _F3, _F4)  # energy (W,), gradient (W, N, 6), Hessian (W, N, 6, 6
 _CONTACT_MODEL = (types.Tuple((_F2, _F2, _F1, _I1, _I1)),  # ContactSampleArrays
                   types.Tuple((_I1, _I1, _I1, _F1, _F1, _F1, _F1, _F1, _F1, _F1, _F1, _B1, _B1, _F1, _F2, _F1, _B1, _F2,
                                _F1, _I1, _B1)),  # ContactPairArrays
-                  types.Tuple((_I1, _F2, _F2, _F3, _F1, _F2, _F1, _F1, _I1, _I2, _F2, _F2, _F2)),  # ContactColliderArrays
+                  # ContactColliderArrays
+                  types.Tuple((_I1, _F2, _F2, _F3, _F1, _F2, _F1, _F1, _I1, _I2, _F2, _F2, _F2)),
                   types.Tuple((_i8, _b, _i8, _b)))  # friction model, fade_friction, load mode, fitted Hessian
 _BY_ADDRESS = (  # (kernel, signature), in the order of callee_addresses
     (translational_inertia, types.none(_F1, _B1, _f8, _F3, _F3, _F3, _b, *_TERMS)),

@@ -1,4 +1,4 @@
-"""Kernels of the step's own per-substep work outside the Newton solve (sim/tunnelling.py, sim/pipeline.py), each
+"""Kernels of the step's own per-substep work outside the Newton solve (sim/tunnelling.py, sim/step/pipeline.py), each
 replacing a run of small numpy calls whose Python overhead cost more than their arithmetic.
 
 Each kernel does exactly the numpy code's arithmetic, in its order (elementwise operations, and sums of three
@@ -163,7 +163,7 @@ def exp_so3_finish(skew, skew_sq, coef_a, coef_b, out):
                 out[m, i, j] = (eye + coef_a[m] * skew[m, i, j]) + coef_b[m] * skew_sq[m, i, j]
 
 
-# --- the pipeline's per-stage work (sim/pipeline.py) -------------------------------------------------------------
+# --- the pipeline's per-stage work (sim/step/pipeline.py) -------------------------------------------------------------
 
 
 @kernel

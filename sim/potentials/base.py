@@ -85,7 +85,7 @@ class Potential:
     either). Add one to a scene with ``scene.add_potential``.
     """
 
-    # --- per stage (sim/pipeline.py, sim/newton.py) ------------------------------------------------------------
+    # --- per stage (sim/step/pipeline.py, sim/solver/numpy_newton.py) ------------------------------------------------------------
     def evaluate(
         self, ctx: StageContext, com_position: np.ndarray, rotation: np.ndarray, want_hessian: bool
     ) -> PotentialTerms:

@@ -2,7 +2,7 @@
 
 A step's solves run on the compiled per-world Newton (sim/kernels/newton.py) when every potential of the scene
 has a per-world kernel and the solver settings are ones it implements; otherwise on the numpy Newton
-(sim/newton.py). The choice is a function of the scene's composition and settings only (`plan`), made before a
+(sim/solver/numpy_newton.py). The choice is a function of the scene's composition and settings only (`plan`), made before a
 step's solves and readable as ``Scene.solver_path()``; it never changes because a solve failed.
 """
 
@@ -12,21 +12,21 @@ import math
 
 import numpy as np
 
-from .constraint_system import ConstraintSystem
-from .constraints.base import checked_stage_dt
-from .contact.potential import _FRICTION_MODEL_CODE
-from .contact_system import ContactSystem
-from .jit import kernel_array
-from .threads import run_world_slices, worker_threads
-from .kernels import contact as contact_kernels
-from .kernels import joints as joint_kernels
-from .kernels import newton as newton_kernels
-from .newton import NewtonResult, _actor_residuals, _residual_norm
-from .params import ConvergenceMode, LineSearchType, NonLinearSolverParams, PsdProjMode, Verbosity
-from .potentials.base import StageContext
-from .potentials.external import DofLoads, Gravity, OffsetForces
-from .potentials.kernel_term import KernelTerm
-from .potentials.inertia import NewtonEulerInertia, RotationalInertia, TranslationalInertia
+from ..constraints.system import ConstraintSystem
+from ..constraints.base import checked_stage_dt
+from ..contact.potential import _FRICTION_MODEL_CODE
+from ..contact.system import ContactSystem
+from ..jit import kernel_array
+from ..threads import run_world_slices, worker_threads
+from ..kernels import contact as contact_kernels
+from ..kernels import joints as joint_kernels
+from ..kernels import newton as newton_kernels
+from .numpy_newton import NewtonResult, _actor_residuals, _residual_norm
+from ..params import ConvergenceMode, LineSearchType, NonLinearSolverParams, PsdProjMode, Verbosity
+from ..potentials.base import StageContext
+from ..potentials.external import DofLoads, Gravity, OffsetForces
+from ..potentials.kernel_term import KernelTerm
+from ..potentials.inertia import NewtonEulerInertia, RotationalInertia, TranslationalInertia
 
 _CORE = (TranslationalInertia, RotationalInertia, NewtonEulerInertia, Gravity, DofLoads, OffsetForces)
 _LS_CODE = {LineSearchType.NONE: newton_kernels.LS_NONE, LineSearchType.SIMPLE: newton_kernels.LS_SIMPLE,
@@ -295,8 +295,8 @@ def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0
     offset forces (None when there are none), the convergence weights (N,) and (W, N, 3), the worlds' rows of the
     constraints' per-world arrays (W,), Newton's start; the caller has checked that they fit the plan's
     potentials. Returns out_c (W, N, 3), out_r (W, N, 3, 3), the gradient there (W, N, 6), status, iterations,
-    line-search iterations (W,). ``stage_time``: t_i, for the kernel terms' ``pack``. The frozen inputs (the model's, the contact potential's and the pivot sets'
-    arrays) are converted once and kept on their objects. ``fresh``: the stage start, the guess and the world
+    line-search iterations (W,). ``stage_time``: t_i, for the kernel terms' ``pack``. The frozen inputs (the
+    model's, the contact potential's and the pivot sets' arrays) are converted once and kept on their objects. ``fresh``: the stage start, the guess and the world
     rows are kernel arrays already (the fused step allocates them), so they are not checked again."""
     arrays = model.bodies.kernel_arrays
     dyn_index, any_newton_euler = _body_inputs(model.bodies)
@@ -351,8 +351,8 @@ def run_stage(kplan: KernelPlan, model, stage_dt, com0, rot0, vel0, omega0, sym0
     if kplan.terms:  # their coupling slots after the joints', one group per term
         ctx = StageContext(model=model, stage_dt=float(stage_dt), stage_time=stage_time, com_position0=com0,
                            rotation0=rot0, linear_velocity0=vel0, angular_velocity0=omega0, velocity_sym0=sym0,
-                           gravity=gravity, external_force=external_force, psd_project=params.psd_proj_mode is PsdProjMode.ALWAYS,
-                           offset_force=offset_force, offset_local=offset_local, force_weight=force_weight,
+                           gravity=gravity, external_force=external_force,
+                           psd_project=params.psd_proj_mode is PsdProjMode.ALWAYS, offset_force=offset_force, offset_local=offset_local, force_weight=force_weight,
                            torque_weight=torque_weight, world_index=world_rows)
         term_args, pairs = _term_pack(kplan.terms, ctx)
         slot_a = np.concatenate([contact_args[-2]] + [a for a, _ in pairs])

@@ -38,21 +38,16 @@ from typing import Optional
 
 import numpy as np
 
-from . import lie
-from .actor import RigidActor
-from .constraints import (
-    CONSTRAINT_SET_FOR_PARAMS,
-    JointRotationRangeConstraintParams,
-    JointRotationTrackingConstraintParams,
-    RigidPivotPositionConstraintParams,
-    RigidPivotRotationConstraintParams,
-    RigidPivotToRigidTargetConstraintParams,
-    RigidPrismaticJointConstraintParams,
-    RigidSphericalJointConstraintParams,
+from .. import lie
+from ..actor import RigidActor
+from . import (
+    CONSTRAINT_SET_FOR_PARAMS, JointRotationRangeConstraintParams, JointRotationTrackingConstraintParams,
+    RigidPivotPositionConstraintParams, RigidPivotRotationConstraintParams, RigidPivotToRigidTargetConstraintParams,
+    RigidPrismaticJointConstraintParams, RigidSphericalJointConstraintParams,
 )
-from .params import QueryType
-from .potentials.base import Potential, PotentialTerms
-from .transforms import Quaternion, TransformRT
+from ..params import QueryType
+from ..potentials.base import Potential, PotentialTerms
+from ..transforms import Quaternion, TransformRT
 
 # The per-world arrays of a RigidConstraintSet (leading world axis), replicated / captured / restored here.
 _PER_WORLD_STORES = ("_world_data", "_targets", "_old_targets")

@@ -9,8 +9,8 @@ world's result never depends on the rest of the batch) and runs, per group (`_Gr
 
 then shifts every world's history (the new state becomes y_n). Every stage is vectorized over worlds and actors.
 
-On the compiled Newton a group runs the same stages as kernels instead (`fused_step.run_group`, the default; the
-choice is `fused_step.scope`'s, from the settings only): `_GroupStep.run` is then the oracle it is tested against.
+On the compiled Newton a group runs the same stages as kernels instead (`fused.run_group`, the default; the
+choice is `fused.scope`'s, from the settings only): `_GroupStep.run` is then the oracle it is tested against.
 """
 
 from __future__ import annotations
@@ -20,43 +20,39 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import lie
+from .. import lie
 from .integration import (
-    Tableau,
-    combine_rotations,
-    combine_vectors,
-    effective_tableau,
-    step_start_rotations,
-    step_start_vectors,
+    Tableau, combine_rotations, combine_vectors, effective_tableau, step_start_rotations, step_start_vectors,
 )
-from .constraint_system import ConstraintSystem
-from .contact_system import ContactSystem
-from .model import Kinematics, Model, State, convergence_weights
-from . import fused_step, newton_kernel
-from .jit import kernel_array
-from .kernels import step as step_kernels
-from .newton import newton_solve
-from .params import ConvergenceStatus, InitialGuess, SolverParams
-from .potentials.base import StageContext, constant_velocity_pose, guess_outside
-from .potentials.external import DofLoads, Gravity, OffsetForces
-from .potentials.inertia import NewtonEulerInertia, RotationalInertia, TranslationalInertia
+from ..constraints.system import ConstraintSystem
+from ..contact.system import ContactSystem
+from ..model import Kinematics, Model, State, convergence_weights
+from . import fused
+from ..solver import compiled_newton
+from ..jit import kernel_array
+from ..kernels import step as step_kernels
+from ..solver.numpy_newton import newton_solve
+from ..params import ConvergenceStatus, InitialGuess, SolverParams
+from ..potentials.base import StageContext, constant_velocity_pose, guess_outside
+from ..potentials.external import DofLoads, Gravity, OffsetForces
+from ..potentials.inertia import NewtonEulerInertia, RotationalInertia, TranslationalInertia
 
 CORE_POTENTIALS = (TranslationalInertia(), RotationalInertia(), NewtonEulerInertia(), Gravity(), DofLoads(), OffsetForces())
 # A switch for tests and debugging (SUPERDEX_COMPILED_NEWTON=0 in the environment, or False here): off, every stage
 # runs on the numpy Newton, the compiled path's oracle. On (the default), scenes the compiled per-world Newton
-# covers run on it (sim/newton_kernel.py, docs/engine.md "Solver paths"); the numpy Newton runs every other scene.
+# covers run on it (sim/solver/compiled_newton.py, docs/engine.md "Solver paths"); the numpy Newton runs every other scene.
 COMPILED_NEWTON = os.environ.get("SUPERDEX_COMPILED_NEWTON", "1") != "0"
 
 def solver_path(potentials, params) -> tuple:
-    """("compiled", plan) or ("numpy", reason) for a step with these potentials (sim/newton_kernel.py)."""
+    """("compiled", plan) or ("numpy", reason) for a step with these potentials (sim/solver/compiled_newton.py)."""
     if not COMPILED_NEWTON:
         return "numpy", "the compiled Newton is off (SUPERDEX_COMPILED_NEWTON=0 or pipeline.COMPILED_NEWTON = False)"
-    kplan, reason = newton_kernel.plan(CORE_POTENTIALS + tuple(potentials), params)
+    kplan, reason = compiled_newton.plan(CORE_POTENTIALS + tuple(potentials), params)
     return ("numpy", reason) if kplan is None else ("compiled", kplan)
 
 def step_plan(potentials, solver, held=None) -> tuple:
     """(path, plan or reason, fused, path name) of a step with these extra potentials and settings: `solver_path`,
-    `fused_step.scope` and `step_path_name`. ``held``: a one-item list the caller keeps between steps (the scene);
+    `fused.scope` and `step_path_name`. ``held``: a one-item list the caller keeps between steps (the scene);
     the result is reused while the settings object is the same (a scene replaces its settings on every change,
     never edits them) and `_plan_signature` is."""
     refs, signature = _plan_signature(potentials)
@@ -65,7 +61,7 @@ def step_plan(potentials, solver, held=None) -> tuple:
         if h_solver is solver and h_signature == signature:
             return value
     path, kplan = solver_path(potentials, solver.non_linear_solver)
-    reason = fused_step.scope(solver) if path == "compiled" else None
+    reason = fused.scope(solver) if path == "compiled" else None
     value = (path, kplan, path == "compiled" and reason is None, step_path_name(path, kplan, solver, reason))
     if held is not None:
         held[0] = (solver, signature, refs, value)  # refs keep the objects whose ids the signature holds alive
@@ -73,11 +69,11 @@ def step_plan(potentials, solver, held=None) -> tuple:
 
 
 def _plan_signature(potentials) -> tuple:
-    """What `newton_kernel.plan` reads of the extra potentials, as ids and sizes: the module switches, every
+    """What `compiled_newton.plan` reads of the extra potentials, as ids and sizes: the module switches, every
     potential, the contact system's built potential and the constraint system's sets with their sizes and
     Hessian forms; with the objects behind the ids."""
     contact_system, constraint_system = system_types()
-    refs, parts = [], [COMPILED_NEWTON, fused_step.FUSED_STEP]
+    refs, parts = [], [COMPILED_NEWTON, fused.FUSED_STEP]
     for pot in potentials:
         kind = type(pot)
         refs.append(pot)
@@ -99,12 +95,12 @@ def system_types() -> tuple:
 
 
 def step_path_name(path: str, detail, solver, reason=None) -> str:
-    """What `Scene.solver_path` reports: "compiled (fused step)" (sim/fused_step.py), "compiled (per-stage step:
-    <why>)" or "numpy: <why>" (docs/engine.md, "Solver paths"); ``reason``: `fused_step.scope`'s, when known."""
+    """What `Scene.solver_path` reports: "compiled (fused step)" (sim/step/fused.py), "compiled (per-stage step:
+    <why>)" or "numpy: <why>" (docs/engine.md, "Solver paths"); ``reason``: `fused.scope`'s, when known."""
     if path != "compiled":
         return f"numpy: {detail}"
     if reason is None:
-        reason = fused_step.scope(solver)
+        reason = fused.scope(solver)
     if reason is None:
         return _FUSED_NAME
     return f"compiled (per-stage step: {reason})"
@@ -169,7 +165,7 @@ def step(model: Model, state: State, dt: float, solver: SolverParams, gravity: n
     report = StepReport(status, 0, 0, 0.0, actor_status, last_stages=[])
     needed = effective_tableau(method, 3).num_history
     potentials = CORE_POTENTIALS + tuple(extra_potentials)
-    path, kplan, fused, report.solver_path = step_plan(extra_potentials, solver, held_plan)
+    path, kplan, fuse, report.solver_path = step_plan(extra_potentials, solver, held_plan)
     kplan = kplan if path == "compiled" else None
     full = False  # every world has the longest history already: the step leaves num_history as it is
     if num_worlds == 1:  # one world, one group (the single-env case, without the reductions below)
@@ -184,15 +180,15 @@ def step(model: Model, state: State, dt: float, solver: SolverParams, gravity: n
         tab = effective_tableau(method, groups[0])
         group = _GroupStep(model, state, _all_worlds(num_worlds), tab, dt, solver, gravity, potentials, kplan,
                            all_worlds=True)
-        new_history0 = fused_step.run_group(group, kplan, None, report) if fused else group.run(None, report)
+        new_history0 = fused.run_group(group, kplan, None, report) if fuse else group.run(None, report)
     else:
         new_history0 = state.current.copy()
         for count in groups:
             worlds = np.nonzero(avail == count)[0]
             tab = effective_tableau(method, int(count))
             group = _GroupStep(model, state, worlds, tab, dt, solver, gravity, potentials, kplan)
-            if fused:
-                fused_step.run_group(group, kplan, new_history0, report)
+            if fuse:
+                fused.run_group(group, kplan, new_history0, report)
             else:
                 group.run(new_history0, report)
     # Shift the history: the new completed step becomes y_n.
@@ -229,7 +225,7 @@ class _GroupStep:
         self.model, self.state, self.worlds, self.tab, self.dt = model, state, worlds, tab, dt
         # worlds == arange(W): the state's arrays are read as they are, without gathering copies of every world
         self.all_worlds = all_worlds
-        self.kplan = kplan  # newton_kernel.KernelPlan: the compiled Newton; None: the numpy one
+        self.kplan = kplan  # compiled_newton.KernelPlan: the compiled Newton; None: the numpy one
         self.solver, self.gravity, self.potentials = solver, gravity, potentials
         self.static = model.bodies.is_static
         self.sel = self.static[None, :, None]  # broadcasts over (W, N, 3)
@@ -253,7 +249,7 @@ class _GroupStep:
             ctx = self.stage_context(i, start)
             guess_c, guess_r = self.initial_guess(i, ctx, hist[0] if i == 0 else stages[-1])
             if self.kplan is not None:
-                res = newton_kernel.solve(self.kplan, ctx, guess_c, guess_r, self.solver.non_linear_solver)
+                res = compiled_newton.solve(self.kplan, ctx, guess_c, guess_r, self.solver.non_linear_solver)
             else:
                 res = newton_solve(self.potentials, ctx, guess_c, guess_r, self.solver.non_linear_solver)
             _record_solve(report, res)

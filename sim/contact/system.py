@@ -22,14 +22,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import lie
-from .contact.colliders import ColliderType, collider_from_mesh, collider_from_plane, collider_from_sphere
-from .contact.grid_sdf import GridSdfCollider, rigid_actor_sdf_padding
-from .contact.params import ContactEvalConfig, ContactPairParamsOverride, combine_contact_params
-from .contact.potential import BodyCollider, ContactPair, ContactPotential, ContactSamples
-from .params import QueryType
-from .potentials.base import Potential, PotentialTerms
-from .quadrature import boundary_samples
+from .. import lie
+from .colliders import ColliderType, collider_from_mesh, collider_from_plane, collider_from_sphere
+from .grid_sdf import GridSdfCollider, rigid_actor_sdf_padding
+from .params import ContactEvalConfig, ContactPairParamsOverride, combine_contact_params
+from .potential import BodyCollider, ContactPair, ContactPotential, ContactSamples
+from ..params import QueryType
+from ..potentials.base import Potential, PotentialTerms
+from ..quadrature import boundary_samples
 
 
 class IncludeNestedActors(enum.Enum):

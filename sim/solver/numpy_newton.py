@@ -16,9 +16,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from . import lie
-from .params import ConvergenceMode, ConvergenceStatus, LineSearchType, NonLinearSolverParams, PsdProjMode, Verbosity
-from .potentials.base import PotentialTerms, StageContext
+from .. import lie
+from ..params import ConvergenceMode, ConvergenceStatus, LineSearchType, NonLinearSolverParams, PsdProjMode, Verbosity
+from ..potentials.base import PotentialTerms, StageContext
 
 
 logger = logging.getLogger("superdex_gym.sim.newton")

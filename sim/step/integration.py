@@ -14,8 +14,8 @@ from functools import cached_property
 
 import numpy as np
 
-from . import lie
-from .params import IntegrationMethod
+from .. import lie
+from ..params import IntegrationMethod
 
 
 @dataclass(frozen=True)

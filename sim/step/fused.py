@@ -3,11 +3,11 @@
 `pipeline.step` runs a group of worlds here instead of through `_GroupStep`'s named stages when the compiled
 Newton solves its stages and the step's settings are ones the kernels implement (`scope`). Per stage it makes
 three calls: `kernels.fused.stage_begin` (at stage 0 also the step start and the statics' motion; then the
-stage start and Newton's start), the compiled Newton (`newton_kernel.run_stage`) and `kernels.fused.stage_end`
+stage start and Newton's start), the compiled Newton (`compiled_newton.run_stage`) and `kernels.fused.stage_end`
 (velocity recovery, statuses; after the last stage the step end and the divergence reset). Python's share is
 reading a few attributes and allocating the outputs.
 
-The order and the formulas are `_GroupStep`'s (sim/pipeline.py), which stays the path of every other scene and
+The order and the formulas are `_GroupStep`'s (sim/step/pipeline.py), which stays the path of every other scene and
 the test oracle (`SUPERDEX_FUSED_STEP=0`, or `FUSED_STEP = False` here). The two differ by round-off only: the
 kernels sum 3x3 products left to right, numpy's matmul fuses multiply-adds (tests/test_fused_step.py).
 """
@@ -18,15 +18,15 @@ import os
 
 import numpy as np
 
-from . import newton_kernel
-from .jit import compile_in_processes, kernel_array
-from .kernels import fused as fused_kernels
-from .kernels import guess as guess_kernels
-from .kernels import newton as newton_kernels
-from .model import Kinematics, _force_weight
-from .params import InitialGuess
-from .potentials import base as potentials_base
-from .potentials.base import StageContext
+from ..solver import compiled_newton
+from ..jit import compile_in_processes, kernel_array
+from ..kernels import fused as fused_kernels
+from ..kernels import guess as guess_kernels
+from ..kernels import newton as newton_kernels
+from ..model import Kinematics, _force_weight
+from ..params import InitialGuess
+from ..potentials import base as potentials_base
+from ..potentials.base import StageContext
 
 # A switch for tests and debugging, on by default: SUPERDEX_FUSED_STEP=0 in the environment, or False here, runs
 # every compiled step through _GroupStep's per-stage Python (the fused kernels' oracle; every InitialGuess mode is
@@ -44,7 +44,7 @@ _OUTSIDE = InitialGuess.CONSTANT_VELOCITY_AND_TARGETS_OUTSIDE
 def scope(solver) -> str | None:
     """None when a step of the compiled Newton with these settings runs fused, else the reason it does not."""
     if not FUSED_STEP:
-        return "the fused step is off (SUPERDEX_FUSED_STEP=0 or fused_step.FUSED_STEP = False)"
+        return "the fused step is off (SUPERDEX_FUSED_STEP=0 or superdex_gym.sim.step.fused.FUSED_STEP = False)"
     guess = solver.non_linear_solver.initial_guess
     if guess not in _GUESS_CODE and guess is not _OUTSIDE:
         return f"initial_guess {guess.name}"
@@ -234,7 +234,7 @@ def run_group(group, kplan, out, report) -> Kinematics:
         # compiles the Newton (run on no worlds; its callees compile in two more children), then loads them.
         children = compile_in_processes([f"from {fused_kernels.__name__} import compile_kernels; compile_kernels()"])
         none = slice(0, 0)
-        newton_kernel.run_stage(
+        compiled_newton.run_stage(
             kplan, model, b.stage_times[0][0], *(a[none] for a in history), gravity_w[none],
             kernel_array(external_force)[none], None if offset_force is None else kernel_array(offset_force)[none],
             offset_local, force_weight, torque_weight[none], kernel_array(worlds, np.int64)[none],
@@ -254,7 +254,7 @@ def run_group(group, kplan, out, report) -> Kinematics:
         if b.outside:
             latest = (history[:2] + history[2:4]) if i == 0 else tuple(stages[k][i - 1] for k in range(4))
             _guess_outside(kplan, b.is_static, latest, stage_dt, guess_c, guess_r)
-        solve = newton_kernel.run_stage(
+        solve = compiled_newton.run_stage(
             kplan, model, stage_dt, *start, gravity_w, external_force, offset_force, offset_local, force_weight,
             torque_weight, b.world_rows, guess_c, guess_r, params, fresh=True,
             stage_time=state.time + tau_end * dt)
