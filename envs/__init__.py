@@ -73,5 +73,7 @@ def register_envs(envs: dict | None = None) -> None:
             entry_point=ENTRY_POINT,
             vector_entry_point=VECTOR_ENTRY_POINT,
             max_episode_steps=spec.max_episode_steps,
-            kwargs={"robot": spec.robot, "task": spec.task, "dense_reward": spec.dense_reward, **dict(spec.kwargs)},
+            # the env's own copy of the length: it ends an episode whose TimeLimit count a rejected reset restarted
+            kwargs={"robot": spec.robot, "task": spec.task, "dense_reward": spec.dense_reward,
+                    "max_episode_steps": spec.max_episode_steps, **dict(spec.kwargs)},
         )

@@ -9,13 +9,16 @@ solver settings, the template every reset starts from, the substep loop, the goa
 
 from __future__ import annotations
 
+import os
+import pickle
+
 import numpy as np
 
 import superdex_gym.sim as mochi
 from superdex_gym.sim.validation import real_array
 
 from .compiled_observation import _compiled_observation
-from .config import WorldConfig, finite_array
+from .config import V_MAX, WorldConfig, finite_array
 from .kernels import guard_substep
 
 
@@ -39,6 +42,7 @@ class RobotTaskWorlds:
         # One world at rest at home: the template every reset starts from.
         robot.place(home[None], np.zeros(1), np.arange(1))
         self._template = scene.snapshot()
+        check_memory(self.num_worlds, self._template)
         scene.set_num_worlds(self.num_worlds)
         robot.start_commands(self.num_worlds, home, self.config.control_dt)
         self._home = home
@@ -226,25 +230,71 @@ class RobotTaskWorlds:
 
     # --- state ---------------------------------------------------------------------------------------------------
     def get_state(self) -> dict:
-        return {"scene": self.scene.snapshot(), "goal": self.goal.copy(), "robot": self.robot.get_state()}
+        return {"scene": self.scene.snapshot(), "goal": self.goal.copy(), "robot": self.robot.get_state(),
+                "config": self.configuration()}
+
+    def configuration(self) -> tuple:
+        """What a state is a state of: the task and robot (classes and configs, e.g. ``cube_mass``) and the physics
+        settings; `check_state` refuses a state of another configuration even where the actors are the same."""
+        return (type(self.task).__name__, self.task.config, type(self.robot).__name__, self.robot.config,
+                self.config)
 
     def check_state(self, state) -> dict:
         """A `get_state` checked against these worlds (ValueError naming the part that does not fit)."""
-        if not isinstance(state, dict) or set(state) != {"scene", "goal", "robot"}:
+        keys = {"scene", "goal", "robot", "config"}
+        if not isinstance(state, dict) or set(state) != keys:
             got = sorted(state) if isinstance(state, dict) else type(state).__name__
-            raise ValueError(f"state['worlds'] must have keys ['goal', 'robot', 'scene'], got {got}")
+            raise ValueError(f"state['worlds'] must have keys {sorted(keys)}, got {got}")
+        if state["config"] != self.configuration():
+            raise ValueError(f"state['worlds'] is a state of another configuration: "
+                             f"{_difference(state['config'], self.configuration())}")
         goal = real_array(state["goal"], "state['worlds']['goal']")
         if goal.shape != self.goal.shape or not np.all(np.isfinite(goal)):
             raise ValueError(f"state['worlds']['goal'] must be {self.goal.shape} finite numbers, got shape {goal.shape}")
         self.scene.check_snapshot(state["scene"])
+        self._check_speeds(state["scene"])
         robot = self.robot.check_state(state["robot"])
         return {"scene": state["scene"], "goal": goal, "robot": robot}
+
+    def _check_speeds(self, snapshot) -> None:
+        """No dynamic body of a snapshot faster than the worlds let one be: the escape speed (a substep leaving one
+        faster is undone) or, where the task has none, ``V_MAX``."""
+        rows = self.scene.get_actor_rows(self._dynamic)
+        bound = min(self._escape_speed, V_MAX)
+        for i, kin in enumerate(snapshot[1].history):
+            speed = np.sqrt(np.add.reduce(kin.linear_velocity[:, rows] ** 2, axis=-1))
+            if speed.size and speed.max() > bound:
+                w, k = np.unravel_index(np.argmax(speed), speed.shape)
+                raise ValueError(f"state['worlds']['scene'] moves {self._dynamic[k].get_name()!r} (world {w}, "
+                                 f"history {i}) at {speed[w, k]:.4g} m/s, above the {bound:.3g} m/s no step reaches")
 
     def set_state(self, state: dict) -> None:
         """Restore a state that passed `check_state`."""
         self.scene.restore_snapshot(state["scene"])
         self.goal = state["goal"].copy()
         self.robot.set_state(state["robot"])
+
+
+def _difference(theirs, ours) -> str:
+    """What differs between two `configuration`s, in words (the task, the robot, or the fields that differ)."""
+    if not (isinstance(theirs, tuple) and len(theirs) == 5):
+        return f"not a configuration ({type(theirs).__name__})"
+    if (theirs[0], theirs[2]) != (ours[0], ours[2]):
+        return f"{theirs[0]} on {theirs[2]}, this env is {ours[0]} on {ours[2]}"
+    fields = [(name, a, b) for t, o in zip(theirs[1::2] + theirs[4:], ours[1::2] + ours[4:])
+              for name, a, b in ((k, v, getattr(o, k, None)) for k, v in vars(t).items()) if a != b]
+    return "; ".join(f"{name} = {a!r} in the state, {b!r} here" for name, a, b in fields) or "the physics settings"
+
+
+def check_memory(num_worlds: int, template) -> None:
+    """ValueError, before anything is allocated, when ``num_worlds`` copies of the one-world ``template``'s state
+    would take more than half of this machine's memory (the step's work arrays need several times that again)."""
+    per_world = len(pickle.dumps(template, protocol=pickle.HIGHEST_PROTOCOL))
+    need, total = num_worlds * per_world, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if need > total / 2:
+        raise ValueError(f"num_envs={num_worlds} needs about {need / 2**30:.1f} GiB for the worlds' state alone "
+                         f"({per_world / 1024:.1f} KiB per world) and several times that to step; this machine has "
+                         f"{total / 2**30:.1f} GiB: at most {int(total / 2 / per_world)} worlds")
 
 
 def physics_report(num_worlds: int, **values) -> dict:
