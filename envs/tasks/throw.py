@@ -161,20 +161,21 @@ class ThrowTask(PushTask):
         distance, bearing = rng.uniform(*self.config.bin_distance_m), rng.uniform(*self.config.bin_bearing_deg)
         return np.array([*self.bin_xy(distance, bearing), self.target_z]), cube
 
+    def check_goal(self, goal: np.ndarray, what: str = "options['goal']") -> None:
+        if abs(goal[2] - self.target_z) > 1e-6:
+            raise ValueError(f"{what} must be a bin target point at the cube's resting height on the floor, "
+                             f"z = {self.target_z} m, got z = {goal[2]}")
+        self.check_bin_xy(goal[:2], what)
+
     def parse_options(self, options: dict) -> dict:
-        if "goal" in options:
-            goal = options["goal"]
-            if abs(goal[2] - self.target_z) > 1e-6:
-                raise ValueError(f"options['goal'] must be a bin target point at the cube's resting height on the "
-                                 f"floor, z = {self.target_z} m, got z = {goal[2]}")
-            self.check_bin_xy(goal[:2], "options['goal']")
+        options = super().parse_options(options)
         if "object_pose" in options:
-            position = np.asarray(options["object_pose"], dtype=np.float64).ravel()[:3]
+            position = options["object_pose"][0]
             hx, hy = self.config.table_half_extents[:2]
-            if position.size == 3 and not (abs(position[0]) <= hx and abs(position[1]) <= hy and position[2] > 0):
+            if not (abs(position[0]) <= hx and abs(position[1]) <= hy and position[2] > 0):
                 raise ValueError(f"options['object_pose'] must put the cube above the table (|x| <= {hx}, "
                                  f"|y| <= {hy}, z > 0), got {position.tolist()}")
-        return super().parse_options(options)
+        return options
 
     # --- success and info ----------------------------------------------------------------------------------------
     def is_success(self, achieved_goal, desired_goal) -> np.ndarray:
