@@ -426,6 +426,15 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
             return com
         return com - np.einsum("wkij,kj->wki", cur.rotation.take(rows, axis=1), com_local)
 
+    def _distinct_rows(self, actors) -> np.ndarray:
+        """`_rows` of actors that are to be written: one value each, so an actor listed twice is an error rather
+        than the last of its values winning."""
+        rows = self._rows(actors)
+        if len(set(rows.tolist())) != len(rows):
+            names = [self._records[r].name for r in rows]
+            raise ValueError(f"actors must be distinct (each gets one value), got {names}")
+        return rows
+
     def get_actor_rows(self, actors) -> np.ndarray:
         """The model rows (K,) of ``actors``: their index along the body axis of `current_kinematics`' arrays, valid
         while `get_model` returns the same model (adding or removing actors moves rows)."""
@@ -436,7 +445,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
 
     def set_actor_poses(self, actors, translations, quaternions, worlds=None) -> None:
         """Set root transforms: translations (len(worlds), K, 3), quaternions (len(worlds), K, 4)."""
-        rows = self._rows(actors)
+        rows = self._distinct_rows(actors)
         w = self._worlds(worlds)
         trans = _check_array(translations, (len(w), len(rows), 3), "translations")
         quat = _check_array(quaternions, (len(w), len(rows), 4), "quaternions")
@@ -457,7 +466,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         return cur.linear_velocity.take(rows, axis=1), cur.angular_velocity.take(rows, axis=1)  # copies
 
     def set_actor_velocities(self, actors, linear, angular, worlds=None) -> None:
-        rows = self._rows(actors)
+        rows = self._distinct_rows(actors)
         w = self._worlds(worlds)
         lin = _check_array(linear, (len(w), len(rows), 3), "linear")
         ang = _check_array(angular, (len(w), len(rows), 3), "angular")
@@ -490,6 +499,8 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
 
     def step(self, time_step_sec: float) -> None:
         """Advance every world by ``time_step_sec`` seconds. ``step(0)`` runs the callbacks only."""
+        if not self.alive:
+            raise RuntimeError(f"scene {self.name!r} was destroyed (destroy_scene); create a new one")
         if isinstance(time_step_sec, (bool, str, bytes)):
             raise TypeError(f"time_step_sec must be a number, got {time_step_sec!r}")
         try:
