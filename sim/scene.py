@@ -568,15 +568,16 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         if self._step_warnings and (max_ratio >= 1.0 or (max_ratio != max_ratio and np.any(ratio >= 1.0))):
             w = int(np.argmax(ratio))
             half = geometry["half"][which[w]]
-            warnings.warn(f"a step of {dt:g} s moved a body's surface {ratio[w] * half:.3g} m (world {w}), more than "
-                          f"half the thickness of the static collider {geometry['names'][which[w]]!r} ({half:.3g} m) "
-                          f"within its reach: it may have passed through (tunnelling ratio {ratio[w]:.3g}; "
-                          "scene.get_tunnelling_ratio(), docs/reliability.md)", RuntimeWarning, stacklevel=2)
+            warnings.warn(f"a step of {dt:g} s carried a body's surface sample past the middle of the static collider "
+                          f"{geometry['names'][which[w]]!r} (world {w}; its thinnest half thickness {half:.3g} m): it "
+                          f"may pass through (tunnelling ratio {ratio[w]:.3g}; scene.get_tunnelling_ratio(), "
+                          "docs/reliability.md)", RuntimeWarning, stacklevel=2)
         return ratio, max_ratio
 
     def get_tunnelling_ratio(self) -> np.ndarray:
-        """(W,) per world, the last step's largest surface travel of a dynamic body over the half thickness of a
-        static collider within its reach (sim/tunnelling.py); >= 1: a body may have passed through a collider."""
+        """(W,) per world, the last step's largest depth a dynamic body's surface sample ended at past the face of a
+        static collider it entered through, over the collider's half thickness along that face's normal
+        (sim/tunnelling.py); >= 1: past the middle, a body may pass through a collider."""
         ratio = self._tunnelling_ratio
         return ratio.copy() if ratio.shape == (self.num_worlds,) else np.zeros(self.num_worlds)
 

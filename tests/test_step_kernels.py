@@ -20,9 +20,15 @@ def _tunnelling_case(rng, num_worlds, num_bodies, num_static, step_scale):
     static = np.sort(rng.choice(num_bodies, size=num_static, replace=False)).astype(np.int64)
     dynamic = np.ones(num_bodies, dtype=bool)
     dynamic[static] = False
-    geometry = {"reach": np.where(dynamic, rng.uniform(0.0, 0.3, num_bodies), 0.0), "static": static,
-                "half": rng.uniform(0.01, 0.5, num_static), "centre": rng.normal(size=(num_static, 3)),
-                "radius": rng.uniform(0.1, 1.5, num_static), "names": [f"c{k}" for k in range(num_static)]}
+    half_extents = rng.uniform(0.05, 1.5, (num_static, 3))
+    counts = np.where(dynamic, rng.integers(1, 9, num_bodies), 0)  # samples per body (8: a box's corners)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    points = rng.uniform(-0.3, 0.3, (offsets[-1], 3))
+    reach = np.array([np.max(np.linalg.norm(points[offsets[k]:offsets[k + 1]], axis=1), initial=0.0)
+                      for k in range(num_bodies)])
+    geometry = {"reach": reach, "static": static, "half_extents": half_extents, "half": half_extents.min(axis=1),
+                "centre": rng.normal(size=(num_static, 3)), "radius": np.linalg.norm(half_extents, axis=1),
+                "names": [f"c{k}" for k in range(num_static)], "points": points, "offsets": offsets}
     return com0, rot0, com1, rot1, geometry, dynamic
 
 

@@ -115,32 +115,41 @@ class RobotTaskWorlds:
             raise ValueError(f"action contains NaN or inf (world {bad[0]}, component {bad[1]}); nothing was stepped")
         n, dt = self.config.substeps, self.config.physics_dt
         self.robot.begin_action(actions, tuple(j / n for j in range(1, n + 1)))  # the substeps' ends, as below
-        report = self._refined_step(dt, 0.0, 1.0 / n, self.config.substep_refinement)  # fresh arrays: kept as is
+        splits = (self.config.substep_refinement, self.config.tunnelling_refinement)
+        report = self._refined_step(dt, 0.0, 1.0 / n, splits)  # fresh arrays: kept as is
         for j in range(2, n + 1):
-            merge_reports(report, self._refined_step(dt, (j - 1) / n, j / n, self.config.substep_refinement))
+            merge_reports(report, self._refined_step(dt, (j - 1) / n, j / n, splits))
         self.robot.end_action()
         self.physics = report
 
-    def _refined_step(self, dt: float, start: float, end: float, splits: int) -> dict:
+    def _refined_step(self, dt: float, start: float, end: float, splits: tuple) -> dict:
         """One guarded substep of ``dt`` with the drive targets at ``end`` of the control step; a world whose
-        Newton solve stopped at its cap is then redone from the substep's start as two guarded half substeps
-        (targets at the midpoint, then at ``end``), nested ``splits`` times. Only the stopped worlds are redone
-        (in `_refinement_worlds`, a copy of these worlds' scene sized to them), so every world's result depends on
-        that world alone and a batch pays for its stopped worlds only. Returns the substep's `physics_report`."""
+        Newton solve stopped at its cap, or whose step the guard undid for tunnelling (ratio >= 1), is then redone
+        from the substep's start as two guarded half substeps (targets at the midpoint, then at ``end``), nested
+        ``splits`` = (stopped, tunnelled) times. Only those worlds are redone (in `_refinement_worlds`, a copy of
+        these worlds' scene sized to them), so every world's result depends on that world alone and a batch pays
+        for its refined worlds only. Returns the substep's `physics_report`."""
         self.robot.drive(end)
         before = self.scene.step_snapshot()  # the undo point; the halves start from it too
         record = self._guarded_step(dt, before)
-        refine = np.flatnonzero(record["stopped_substeps"] > 0) if splits else ()
+        stopped, tunnelled = splits
+        refine = np.zeros(self.num_worlds, dtype=bool)
+        if stopped:
+            refine |= record["stopped_substeps"] > 0
+        if tunnelled:
+            refine |= record["tunnelling_ratio"] >= 1.0
+        refine = np.flatnonzero(refine)
         if len(refine) == 0:
             return record
+        splits = (max(stopped - 1, 0), max(tunnelled - 1, 0))
         shadow = self._refinement_worlds(len(refine))
         local = np.arange(len(refine))
         shadow.scene.restore_snapshot(before, worlds=local, source_worlds=refine)
         shadow.robot.set_step_commands(self.robot.step_commands(refine))
         middle = 0.5 * (start + end)
         halves = physics_report(len(refine))
-        merge_reports(halves, shadow._refined_step(0.5 * dt, start, middle, splits - 1))
-        merge_reports(halves, shadow._refined_step(0.5 * dt, middle, end, splits - 1))
+        merge_reports(halves, shadow._refined_step(0.5 * dt, start, middle, splits))
+        merge_reports(halves, shadow._refined_step(0.5 * dt, middle, end, splits))
         self.scene.restore_snapshot(shadow.scene.snapshot(), worlds=refine, source_worlds=local)
         halves["refined_substeps"] += 1
         for key, value in record.items():
