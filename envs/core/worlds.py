@@ -9,9 +9,6 @@ solver settings, the template every reset starts from, the substep loop, the goa
 
 from __future__ import annotations
 
-import os
-import pickle
-
 import numpy as np
 
 import superdex_gym.sim as mochi
@@ -19,6 +16,7 @@ from superdex_gym.sim.validation import real_array
 
 from .compiled_observation import _compiled_observation
 from .config import V_MAX, WorldConfig, finite_array
+from .state_checks import check_memory, configuration_difference
 from .kernels import guard_substep
 
 
@@ -256,7 +254,7 @@ class RobotTaskWorlds:
             raise ValueError(f"state['worlds'] must have keys {sorted(keys)}, got {got}")
         if state["config"] != self.configuration():
             raise ValueError(f"state['worlds'] is a state of another configuration: "
-                             f"{_difference(state['config'], self.configuration())}")
+                             f"{configuration_difference(state['config'], self.configuration())}")
         goal = real_array(state["goal"], "state['worlds']['goal']")
         if goal.shape != self.goal.shape or not np.all(np.isfinite(goal)):
             raise ValueError(f"state['worlds']['goal'] must be {self.goal.shape} finite numbers, got shape {goal.shape}")
@@ -282,28 +280,6 @@ class RobotTaskWorlds:
         self.scene.restore_snapshot(state["scene"])
         self.goal = state["goal"].copy()
         self.robot.set_state(state["robot"])
-
-
-def _difference(theirs, ours) -> str:
-    """What differs between two `configuration`s, in words (the task, the robot, or the fields that differ)."""
-    if not (isinstance(theirs, tuple) and len(theirs) == 5):
-        return f"not a configuration ({type(theirs).__name__})"
-    if (theirs[0], theirs[2]) != (ours[0], ours[2]):
-        return f"{theirs[0]} on {theirs[2]}, this env is {ours[0]} on {ours[2]}"
-    fields = [(name, a, b) for t, o in zip(theirs[1::2] + theirs[4:], ours[1::2] + ours[4:])
-              for name, a, b in ((k, v, getattr(o, k, None)) for k, v in vars(t).items()) if a != b]
-    return "; ".join(f"{name} = {a!r} in the state, {b!r} here" for name, a, b in fields) or "the physics settings"
-
-
-def check_memory(num_worlds: int, template) -> None:
-    """ValueError, before anything is allocated, when ``num_worlds`` copies of the one-world ``template``'s state
-    would take more than half of this machine's memory (the step's work arrays need several times that again)."""
-    per_world = len(pickle.dumps(template, protocol=pickle.HIGHEST_PROTOCOL))
-    need, total = num_worlds * per_world, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    if need > total / 2:
-        raise ValueError(f"num_envs={num_worlds} needs about {need / 2**30:.1f} GiB for the worlds' state alone "
-                         f"({per_world / 1024:.1f} KiB per world) and several times that to step; this machine has "
-                         f"{total / 2**30:.1f} GiB: at most {int(total / 2 / per_world)} worlds")
 
 
 def physics_report(num_worlds: int, **values) -> dict:
