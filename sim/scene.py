@@ -629,8 +629,9 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         return self._store.step_snapshot()
 
     def restore_snapshot(self, snapshot, worlds=None, source_worlds=None) -> None:
-        """Restore a `snapshot` bit-exactly: every world, or ``worlds`` from the snapshot's ``source_worlds``
-        (default: the same worlds, or world 0 of a one-world snapshot)."""
+        """Restore a `snapshot` bit-exactly: every world (ValueError for a snapshot of another world count, as
+        `check_snapshot`), or ``worlds`` from the snapshot's ``source_worlds`` (default: the same worlds, or world 0
+        of a one-world snapshot). `restore_state` of a captured handle takes the capture's world count instead."""
         self._store.restore_snapshot(snapshot, worlds, source_worlds)
 
     def check_snapshot(self, snapshot) -> None:

@@ -74,7 +74,8 @@ class StateStore:
             raise KeyError(f"no captured state with handle {handle!r} (released or never captured)") from None
 
     def restore(self, handle: int, release_immediately: bool, worlds) -> None:
-        self.restore_snapshot(self._get(handle), worlds)
+        # a captured state brings its world count back with it (the reference's restore_state)
+        self.restore_snapshot(self._get(handle), worlds, resize=True)
         if release_immediately:
             self.release(handle)
 
@@ -95,12 +96,13 @@ class StateStore:
         if snapshot[0] != self._layout():
             raise ValueError("the captured state was taken with a different set of actors; cannot restore it")
 
-    def restore_snapshot(self, snapshot: tuple, worlds, source=None) -> None:
-        """Restore a `snapshot` (all worlds, or ``worlds`` from the snapshot's ``source`` worlds)."""
+    def restore_snapshot(self, snapshot: tuple, worlds, source=None, resize: bool = False) -> None:
+        """Restore a `snapshot` (all worlds, or ``worlds`` from the snapshot's ``source`` worlds); a whole-scene
+        restore of another world count is refused unless ``resize`` (then the scene takes the snapshot's)."""
         self._check_kind(snapshot)
         layout, state, status, extra = snapshot
         scene = self._scene
-        if worlds is None and state.num_worlds != scene.num_worlds:
+        if worlds is None and state.num_worlds != scene.num_worlds and not resize:
             raise ValueError(f"the snapshot holds {state.num_worlds} worlds, the scene {scene.num_worlds}: restore "
                              "a one-world snapshot into chosen worlds with worlds=..., or resize with set_num_worlds")
         if worlds is None:
