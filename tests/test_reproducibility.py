@@ -111,6 +111,7 @@ CORRUPTIONS = [
     ("sheared_rotation", _set(("rotation", 0, 1), 0.01), "not a rotation matrix"),
     ("cube_at_1e6_m_s", _set(("linear_velocity", 0), 1e6), "moves 'cube' .* above the"),
     ("cube_at_7_m_s", _set(("linear_velocity", 2), -7.0), "moves 'cube' .* above the 6.1 m/s"),
+    ("cube_spinning_1e4_rad_s", _set(("angular_velocity", 1), 1e4), "spins the surface of 'cube' .* above the 10"),
     ("missing_actor_row", _drop_row, "an actor's row missing"),
     ("generator_overflow", _bad_generator, "np_random"),
 ]

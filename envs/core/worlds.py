@@ -265,15 +265,21 @@ class RobotTaskWorlds:
 
     def _check_speeds(self, snapshot) -> None:
         """No dynamic body of a snapshot faster than the worlds let one be: the escape speed (a substep leaving one
-        faster is undone) or, where the task has none, ``V_MAX``."""
+        faster is undone) or, where the task has none, ``V_MAX``; and none spinning its surface faster than
+        ``V_MAX`` (the bound of every velocity in an observation)."""
         rows = self.scene.get_actor_rows(self._dynamic)
+        reach = np.array([np.linalg.norm(a.get_shape().vertices - a.get_rigid_center_of_mass_local(), axis=1).max()
+                          for a in self._dynamic])
         bound = min(self._escape_speed, V_MAX)
         for i, kin in enumerate(snapshot[1].history):
-            speed = np.sqrt(np.add.reduce(kin.linear_velocity[:, rows] ** 2, axis=-1))
-            if speed.size and speed.max() > bound:
-                w, k = np.unravel_index(np.argmax(speed), speed.shape)
-                raise ValueError(f"state['worlds']['scene'] moves {self._dynamic[k].get_name()!r} (world {w}, "
-                                 f"history {i}) at {speed[w, k]:.4g} m/s, above the {bound:.3g} m/s no step reaches")
+            for what, speed, limit in (("moves", kin.linear_velocity[:, rows], bound),
+                                       ("spins the surface of", kin.angular_velocity[:, rows] * reach[:, None], V_MAX)):
+                speed = np.sqrt(np.add.reduce(speed ** 2, axis=-1))
+                if speed.size and speed.max() > limit:
+                    w, k = np.unravel_index(np.argmax(speed), speed.shape)
+                    raise ValueError(f"state['worlds']['scene'] {what} {self._dynamic[k].get_name()!r} (world {w}, "
+                                     f"history {i}) at {speed[w, k]:.4g} m/s, above the {limit:.3g} m/s no step "
+                                     "reaches")
 
     def set_state(self, state: dict) -> None:
         """Restore a state that passed `check_state`."""
