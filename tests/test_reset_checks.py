@@ -79,7 +79,8 @@ def test_gripper_max_speed_is_bounded_where_the_escape_guard_holds():
     the guard (docs/environments.md)."""
     gym.make("SuperDex/PickAndPlace-v0", gripper_max_speed=3.0)
     for speed in (3.01, 5.0):
-        with pytest.raises(ValueError, match=r"gripper_max_speed must be a finite number in \(0, 3\].*twice the striker's speed"):
+        with pytest.raises(ValueError,
+                           match=r"gripper_max_speed must be a finite number in \(0, 3\].*twice the striker's speed"):
             gym.make("SuperDex/PickAndPlace-v0", gripper_max_speed=speed)
 
 

@@ -3,9 +3,9 @@ goal-conditioned).
 
 * scene: PickAndPlace's cube (grasp contact) on a 0.35 m square table whose top is 0.75 m above the floor (a real
   table's height: the drop is what lets a 3 m/s arm reach a bin 1 m away); an open static bin (four 2 cm thick
-  walls, 0.36 m high, 0.2 m square inside: a waste basket) stands on the floor at ``bin_distance`` = 0.5-1.0 m from the workspace
-  centre and ``bin_bearing`` = -25..25 deg from +x, sampled per episode; walls 2.2 m above the table around a
-  3 m square floor keep a thrown cube in the world.
+  walls, 0.36 m high, 0.2 m square inside: a waste basket) stands on the floor at ``bin_distance`` = 0.5-1.0 m from
+  the workspace centre and ``bin_bearing`` = -25..25 deg from +x, sampled per episode; walls 2.2 m above the table
+  around a 3 m square floor keep a thrown cube in the world.
 * goals: ``desired_goal`` = the bin's target point (its floor centre at the cube's resting height), so the bin's
   position reaches the policy there; ``achieved_goal`` = the cube's position. Success: the cube inside the bin, below
   its rim (a box test in the goal's frame, so any achieved goal relabelled as a desired one is a success: HER-valid).

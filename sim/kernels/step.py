@@ -74,9 +74,10 @@ def tunnelling_worst(com0, rot0, com1, rot1, dynamic, static, rel, reach, points
     surface samples from its centre of mass (body frame; row n's are ``offsets[n]:offsets[n + 1]``),
     ``half_extents`` (S, 3) and ``radius`` (S,) m of the colliders' boxes; data in: ``com0`` / ``com1`` (W, N, 3)
     CoMs and ``rot0`` / ``rot1`` (W, N, 3, 3) rotations at step start / end, ``rel`` (W, D, 3, 3) each dynamic
-    body's rotation over the step, ``centres`` (W, S, 3) the colliders' box centres at step start; data out: ``ratio_out`` (W,) the largest `_sample_depth` over (body, collider within reach, sample), 0 when none
-    is, NaN when a sample's is; ``which_out`` (W,) the collider of the first largest, -1 unless it is > 0. Returns
-    how many rotations turned by more than _NEAR_PI (the caller then uses the numpy code)."""
+    body's rotation over the step, ``centres`` (W, S, 3) the colliders' box centres at step start; data out:
+    ``ratio_out`` (W,) the largest `_sample_depth` over (body, collider within reach, sample), 0 when none is, NaN
+    when a sample's is; ``which_out`` (W,) the collider of the first largest, -1 unless it is > 0. Returns how many
+    rotations turned by more than _NEAR_PI (the caller then uses the numpy code)."""
     num_static = centres.shape[1]
     theta = np.empty((1, 3))
     near_pi = 0
