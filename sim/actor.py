@@ -12,7 +12,7 @@ import numpy as np
 from . import actor_queries, lie
 from .geometry_types import Aabb, ActorType, Error, MeshDataView, QueryHandle, SdfDistances, transformed_aabb
 from .mass_properties import inertia_from_real6, real6_from_inertia, second_moment_from_inertia
-from .params import ConvergenceStatus, QueryType
+from .params import ContactParams, ConvergenceStatus, QueryType
 from .transforms import Quaternion, TransformRT, as_vector3
 
 
@@ -75,6 +75,8 @@ class RigidActor:
     def set_contact_params(self, params) -> None:
         import copy
 
+        if not isinstance(params, ContactParams):
+            raise TypeError(f"params must be a ContactParams, got {type(params).__name__}")
         params = copy.deepcopy(params).validate()
         self._row()
         self._record.contact = params
@@ -169,6 +171,7 @@ class RigidActor:
         return 0.0 if self._record.is_static else float(self._record.mass)
 
     def get_density(self) -> float:
+        self._row()  # a destroyed actor raises
         return float(self._record.density)
 
     def set_density(self, density: float) -> None:

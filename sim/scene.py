@@ -432,6 +432,15 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
             return com
         return com - np.einsum("wkij,kj->wki", cur.rotation.take(rows, axis=1), com_local)
 
+    def _distinct_rows(self, actors) -> np.ndarray:
+        """`_rows` of actors that are to be written: one value each, so an actor listed twice is an error rather
+        than the last of its values winning."""
+        rows = self._rows(actors)
+        if len(set(rows.tolist())) != len(rows):
+            names = [self._records[r].name for r in rows]
+            raise ValueError(f"actors must be distinct (each gets one value), got {names}")
+        return rows
+
     def get_actor_rows(self, actors) -> np.ndarray:
         """The model rows (K,) of ``actors``: their index along the body axis of `current_kinematics`' arrays, valid
         while `get_model` returns the same model (adding or removing actors moves rows)."""
@@ -442,7 +451,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
 
     def set_actor_poses(self, actors, translations, quaternions, worlds=None) -> None:
         """Set root transforms: translations (len(worlds), K, 3), quaternions (len(worlds), K, 4)."""
-        rows = self._rows(actors)
+        rows = self._distinct_rows(actors)
         w = self._worlds(worlds)
         trans = _check_array(translations, (len(w), len(rows), 3), "translations")
         quat = _check_array(quaternions, (len(w), len(rows), 4), "quaternions")
@@ -463,7 +472,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         return cur.linear_velocity.take(rows, axis=1), cur.angular_velocity.take(rows, axis=1)  # copies
 
     def set_actor_velocities(self, actors, linear, angular, worlds=None) -> None:
-        rows = self._rows(actors)
+        rows = self._distinct_rows(actors)
         w = self._worlds(worlds)
         lin = _check_array(linear, (len(w), len(rows), 3), "linear")
         ang = _check_array(angular, (len(w), len(rows), 3), "angular")
@@ -496,6 +505,8 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
 
     def step(self, time_step_sec: float) -> None:
         """Advance every world by ``time_step_sec`` seconds. ``step(0)`` runs the callbacks only."""
+        if not self.alive:
+            raise RuntimeError(f"scene {self.name!r} was destroyed (destroy_scene); create a new one")
         if isinstance(time_step_sec, (bool, str, bytes)):
             raise TypeError(f"time_step_sec must be a number, got {time_step_sec!r}")
         try:
@@ -563,15 +574,16 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         if self._step_warnings and (max_ratio >= 1.0 or (max_ratio != max_ratio and np.any(ratio >= 1.0))):
             w = int(np.argmax(ratio))
             half = geometry["half"][which[w]]
-            warnings.warn(f"a step of {dt:g} s moved a body's surface {ratio[w] * half:.3g} m (world {w}), more than "
-                          f"half the thickness of the static collider {geometry['names'][which[w]]!r} ({half:.3g} m) "
-                          f"within its reach: it may have passed through (tunnelling ratio {ratio[w]:.3g}; "
-                          "scene.get_tunnelling_ratio(), docs/reliability.md)", RuntimeWarning, stacklevel=2)
+            warnings.warn(f"a step of {dt:g} s carried a body's surface sample past the middle of the static collider "
+                          f"{geometry['names'][which[w]]!r} (world {w}; its thinnest half thickness {half:.3g} m): it "
+                          f"may pass through (tunnelling ratio {ratio[w]:.3g}; scene.get_tunnelling_ratio(), "
+                          "docs/reliability.md)", RuntimeWarning, stacklevel=2)
         return ratio, max_ratio
 
     def get_tunnelling_ratio(self) -> np.ndarray:
-        """(W,) per world, the last step's largest surface travel of a dynamic body over the half thickness of a
-        static collider within its reach (sim/tunnelling.py); >= 1: a body may have passed through a collider."""
+        """(W,) per world, the last step's largest depth a dynamic body's surface sample ended at past the face of a
+        static collider it entered through, over the collider's half thickness along that face's normal
+        (sim/tunnelling.py); >= 1: past the middle, a body may pass through a collider."""
         ratio = self._tunnelling_ratio
         return ratio.copy() if ratio.shape == (self.num_worlds,) else np.zeros(self.num_worlds)
 
@@ -623,8 +635,9 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         return self._store.step_snapshot()
 
     def restore_snapshot(self, snapshot, worlds=None, source_worlds=None) -> None:
-        """Restore a `snapshot` bit-exactly: every world, or ``worlds`` from the snapshot's ``source_worlds``
-        (default: the same worlds, or world 0 of a one-world snapshot)."""
+        """Restore a `snapshot` bit-exactly: every world (ValueError for a snapshot of another world count, as
+        `check_snapshot`), or ``worlds`` from the snapshot's ``source_worlds`` (default: the same worlds, or world 0
+        of a one-world snapshot). `restore_state` of a captured handle takes the capture's world count instead."""
         self._store.restore_snapshot(snapshot, worlds, source_worlds)
 
     def check_snapshot(self, snapshot) -> None:

@@ -23,7 +23,7 @@ import itertools
 import numpy as np
 
 from .transforms import Quaternion, as_quaternion, as_vector3
-from .validation import MAX_LENGTH_M
+from .validation import MAX_LENGTH_M, MIN_LENGTH_M
 
 __all__ = [
     "Shape",
@@ -385,6 +385,9 @@ def box_mesh(half_extents, center=(0.0, 0.0, 0.0), rotation=None) -> tuple[np.nd
     h = as_vector3(half_extents, "half_extents")
     if np.any(h <= 0.0):
         raise ValueError(f"box half_extents must all be positive, got {h.tolist()}")
+    if np.any(h < MIN_LENGTH_M):
+        raise ValueError(f"box half_extents must be at least {MIN_LENGTH_M:g} m, got {h.tolist()}: the inertia "
+                         "integrals (size^5) vanish below, and the contact cannot resolve such a body")
     if np.any(h > MAX_LENGTH_M):
         raise ValueError(f"box half_extents must be at most {MAX_LENGTH_M:g} m, got {h.tolist()}: area and volume "
                          "integrals lose float64 precision beyond")

@@ -74,25 +74,37 @@ class StateStore:
             raise KeyError(f"no captured state with handle {handle!r} (released or never captured)") from None
 
     def restore(self, handle: int, release_immediately: bool, worlds) -> None:
-        self.restore_snapshot(self._get(handle), worlds)
+        # a captured state brings its world count back with it (the reference's restore_state)
+        self.restore_snapshot(self._get(handle), worlds, resize=True)
         if release_immediately:
             self.release(handle)
 
     def check(self, snapshot) -> None:
-        """ValueError unless ``snapshot`` is a snapshot of a scene with these actors and as many worlds."""
+        """ValueError unless ``snapshot`` is a snapshot of a scene with these actors and as many worlds, every
+        array shaped as this scene's (per actor), its poses and velocities finite and its rotations proper."""
+        self._check_kind(snapshot)
+        if snapshot[1].num_worlds != self._scene.num_worlds:
+            raise ValueError(f"the snapshot holds {snapshot[1].num_worlds} worlds, the scene {self._scene.num_worlds}")
+        check_state_values(snapshot[1], self._scene._state, "the snapshot")
+        if np.shape(snapshot[2]) != np.shape(self._scene._actor_status) or len(snapshot[3]) != len(
+                self._scene.potentials()):
+            raise ValueError("the snapshot's actor statuses or contact / constraint data do not fit this scene")
+
+    def _check_kind(self, snapshot) -> None:
         if not (isinstance(snapshot, tuple) and len(snapshot) == 4 and isinstance(snapshot[1], State)):
             raise ValueError(f"not a scene snapshot (scene.snapshot()): {type(snapshot).__name__}")
         if snapshot[0] != self._layout():
             raise ValueError("the captured state was taken with a different set of actors; cannot restore it")
-        if snapshot[1].num_worlds != self._scene.num_worlds:
-            raise ValueError(f"the snapshot holds {snapshot[1].num_worlds} worlds, the scene {self._scene.num_worlds}")
 
-    def restore_snapshot(self, snapshot: tuple, worlds, source=None) -> None:
-        """Restore a `snapshot` (all worlds, or ``worlds`` from the snapshot's ``source`` worlds)."""
+    def restore_snapshot(self, snapshot: tuple, worlds, source=None, resize: bool = False) -> None:
+        """Restore a `snapshot` (all worlds, or ``worlds`` from the snapshot's ``source`` worlds); a whole-scene
+        restore of another world count is refused unless ``resize`` (then the scene takes the snapshot's)."""
+        self._check_kind(snapshot)
         layout, state, status, extra = snapshot
-        if layout != self._layout():
-            raise ValueError("the captured state was taken with a different set of actors; cannot restore it")
         scene = self._scene
+        if worlds is None and state.num_worlds != scene.num_worlds and not resize:
+            raise ValueError(f"the snapshot holds {state.num_worlds} worlds, the scene {scene.num_worlds}: restore "
+                             "a one-world snapshot into chosen worlds with worlds=..., or resize with set_num_worlds")
         if worlds is None:
             scene._state = state.copy()
             scene._actor_status = status.copy()
@@ -165,6 +177,7 @@ class StateStore:
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a captured scene state: {exc}") from exc
         scene = self._scene
+        check_state_values(state, scene._state, "the captured state", same_worlds=False)
         scene._state = state
         if "__actor_status__" in arrays:
             scene._actor_status = arrays["__actor_status__"]
@@ -223,3 +236,34 @@ def _restore_worlds(dst: State, src: State, target: np.ndarray, source: np.ndarr
     for i, kin in enumerate(dst.history):
         kin.put(target, src.history[min(i, len(src.history) - 1)].take(source))
     dst.num_history[target] = np.minimum(src.num_history[source], len(src.history))
+
+
+ROTATION_TOLERANCE = 1e-6  # |R^T R - I|: a proper rotation carried by float64 steps stays far within this
+
+
+def check_state_values(state: State, reference: State, what: str, same_worlds: bool = True) -> None:
+    """ValueError unless ``state``'s arrays have ``reference``'s shapes (the same actors; the same world count
+    unless not ``same_worlds``), its kinematics are finite and its rotations proper (orthonormal, det +1)."""
+    if len(state.history) < 1 or len(state.history) > len(reference.history) + 2:
+        raise ValueError(f"{what} holds {len(state.history)} history entries")
+    for name in _STATE_ARRAYS:
+        got, ref = np.shape(getattr(state, name)), np.shape(getattr(reference, name))
+        per_world = name != "offset_local"  # the others have a leading world axis
+        if (got[per_world:] != ref[per_world:] if per_world and not same_worlds else got != ref) or (
+                per_world and got[:1] != (state.num_worlds,)):
+            raise ValueError(f"{what}'s {name} has shape {got}, this scene's {ref} (another actor layout)")
+    expected = (state.num_worlds,) + np.shape(reference.current.com_position)[1:]
+    for i, kin in enumerate(state.history):
+        for name in _KIN_FIELDS:
+            value = np.asarray(getattr(kin, name))
+            ref = np.shape(getattr(reference.current, name))
+            if value.shape != expected[:2] + ref[2:] or value.dtype != np.float64:
+                raise ValueError(f"{what}'s {name} (history {i}) has shape {value.shape} {value.dtype}, this "
+                                 f"scene's {expected[:2] + ref[2:]} float64 (an actor's row missing or extra)")
+            if not np.logical_and.reduce(np.isfinite(value), axis=None):
+                raise ValueError(f"{what}'s {name} (history {i}) holds NaN or inf")
+        rot = kin.rotation
+        error = np.abs(np.einsum("wnki,wnkj->wnij", rot, rot) - np.eye(3)).max(initial=0.0)
+        if error > ROTATION_TOLERANCE or np.any(np.linalg.det(rot) <= 0):
+            raise ValueError(f"{what}'s rotation (history {i}) is not a rotation matrix (|R^T R - I| = {error:.3g}, "
+                             "or det <= 0)")

@@ -7,7 +7,9 @@ Bounds (each message repeats its reason):
   (``abs_div_tol`` = 1e9 N on the plain residual) reads a 1e9 kg body at rest as diverged; a body that must not
   move is a static actor, not a heavy one.
 * lengths (box half extents, mesh coordinates) at most MAX_LENGTH_M: area and volume integrals square and cube
-  them, and beyond 1e6 m float64 round-off makes real triangles look degenerate.
+  them, and beyond 1e6 m float64 round-off makes real triangles look degenerate. Box half extents at least
+  MIN_LENGTH_M: the inertia integrals go as the fifth power of the size (1e-200 m gives a zero inertia), and a
+  micrometre box is already a thousand times thinner than the contact's penalty smoothing distance.
 * time steps at least MIN_TIME_STEP_S: the inertia Hessian m / dt^2 then stays below ~1e14 m, so gravity and
   contact terms keep float64 precision and the linear solves stay regular.
 """
@@ -19,6 +21,7 @@ import numpy as np
 MIN_MASS_KG = 1e-6
 MAX_MASS_KG = 1e6
 MAX_LENGTH_M = 1e6
+MIN_LENGTH_M = 1e-6
 MIN_TIME_STEP_S = 1e-7
 
 

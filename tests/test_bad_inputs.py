@@ -6,6 +6,7 @@ the check is the error alone.
 
 from __future__ import annotations
 
+import io
 import pathlib
 import pickle
 import subprocess
@@ -135,7 +136,44 @@ ENGINE_CASES = [
     ("solver_abs_tol_negative", lambda s, p: s.set_solver_params(_solver(abs_tol=-1.0)), ValueError, "abs_tol"),
     ("contact_params_negative_penalty", lambda s, p: s.create_rigid_actor(
         shape=unit_box(), contact=mochi.ContactParams(penalty_coefficient=-1.0)), ValueError, "penalty_coefficient"),
+    ("contact_params_none", lambda s, p: box(s).set_contact_params(None), TypeError,
+     "params must be a ContactParams"),
+    ("box_half_extents_1e-200", lambda s, p: mochi.create_box_mesh_shape([1e-200] * 3), ValueError,
+     "half_extents must be at least 1e-06 m"),
+    ("poses_duplicate_actor", lambda s, p: s.set_actor_poses([box(s), box(s)], np.zeros((1, 2, 3)),
+                                                             np.tile([0, 0, 0, 1.0], (1, 2, 1))), ValueError,
+     "actors must be distinct"),
+    ("velocities_duplicate_actor", lambda s, p: s.set_actor_velocities([box(s), box(s)], np.zeros((1, 2, 3)),
+                                                                       np.zeros((1, 2, 3))), ValueError,
+     "actors must be distinct"),
+    ("restore_snapshot_none", lambda s, p: s.restore_snapshot(None), ValueError, "not a scene snapshot"),
+    ("restore_snapshot_of_four_worlds", lambda s, p: s.restore_snapshot(_snapshot_of_worlds(4)), ValueError,
+     "the snapshot holds 4 worlds, the scene 1"),
+    ("check_snapshot_of_four_worlds", lambda s, p: s.check_snapshot(_snapshot_of_worlds(4)), ValueError,
+     "the snapshot holds 4 worlds, the scene 1"),
+    ("restore_snapshot_nan", lambda s, p: s.restore_state_from_bytes(_bytes_with_nan()), ValueError,
+     "com_position .*holds NaN"),
 ]
+
+
+def _snapshot_of_worlds(num_worlds):
+    """A snapshot of the catalogue's scene (same actors, same handles) with ``num_worlds`` worlds."""
+    other = make_scene()
+    other.set_num_worlds(num_worlds)
+    return other.snapshot()
+
+
+def _bytes_with_nan():
+    other = make_scene()
+    other.set_actor_poses([box(other)], np.full((1, 1, 3), 0.2), [[[0, 0, 0, 1.0]]])
+    data = other.capture_state_to_bytes()
+    with np.load(io.BytesIO(data)) as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays["history0_com_position"] = np.where(arrays["history0_com_position"] == 0.2, np.nan,
+                                               arrays["history0_com_position"])
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
 
 
 def _solver(**nonlinear):
@@ -259,13 +297,23 @@ ENV_CASES = [
      ValueError, "np_random"),
     ("set_state_other_task", lambda e: e.unwrapped.set_state(
         {"worlds": gym.make("SuperDex/Reach-v0").unwrapped.get_state()["worlds"],
-         "np_random": e.unwrapped.get_state()["np_random"]}), ValueError, "different set of actors"),
+         "np_random": e.unwrapped.get_state()["np_random"]}), ValueError, "another configuration: ReachTask"),
     ("compute_reward_nan", lambda e: e.unwrapped.compute_reward(np.full(3, np.nan), np.zeros(3), {}), ValueError,
      "achieved_goal contains NaN"),
     ("compute_reward_shape", lambda e: e.unwrapped.compute_reward(np.zeros((2, 4)), np.zeros((2, 4)), {}),
      ValueError, "achieved_goal must have shape"),
     ("compute_reward_string", lambda e: e.unwrapped.compute_reward("a", np.zeros(3), {}), TypeError,
      "achieved_goal must be real numbers"),
+    ("compute_reward_batch_mismatch", lambda e: e.unwrapped.compute_reward(np.zeros((4, 3)), np.zeros((2, 3)), {}),
+     ValueError, "batches do not match"),
+    ("set_state_generator_overflow", lambda e: e.unwrapped.set_state(
+        _state_with(e, np_random={**e.unwrapped.get_state()["np_random"],
+                                  "state": {"state": 2**200, "inc": 1}})), ValueError, "np_random"),
+    ("reset_object_pose_string", lambda e: e.reset(options={"object_pose": "abc"}), TypeError,
+     "object_pose'\\] must be real numbers"),
+    ("reset_object_in_wall", lambda e: e.reset(options={"object_pose": [0.99, 0.0, -0.38]}), ValueError,
+     "inside the arena wall"),
+    ("reset_goal_in_air", lambda e: e.reset(options={"goal": [0.1, 0.1, 0.3]}), ValueError, "cannot be reached"),
     ("compute_reward_desired_inf", lambda e: e.unwrapped.compute_reward(np.zeros(3), np.full(3, np.inf), {}),
      ValueError, "desired_goal contains NaN"),
 ]
@@ -317,6 +365,11 @@ VEC_CASES = [
     ("reset_seed_list_bad_entry", lambda v: v.reset(seed=[1, 2, -3]), gym.error.Error, "[Ss]eed"),
     ("reset_seed_bool", lambda v: v.reset(seed=True), TypeError, "seed must be None, an int"),
     ("reset_seed_string", lambda v: v.reset(seed="7"), TypeError, "seed must be None, an int"),
+    ("reset_seed_float", lambda v: v.reset(seed=1.5), TypeError, "seed must be None, an int"),
+    ("reset_seed_float_masked", lambda v: v.reset(seed=1.5, options={"reset_mask": np.ones(3, dtype=bool)}),
+     TypeError, "seed must be None, an int"),
+    ("compute_reward_batch_mismatch", lambda v: v.compute_reward(np.zeros((3, 3)), np.zeros((2, 3)), {}), ValueError,
+     "batches do not match"),
     ("step_wrong_shape", lambda v: v.step(np.zeros((2, 4))), ValueError, "actions must have shape"),
     ("step_nan", lambda v: v.step(np.full((3, 4), np.nan)), ValueError, "NaN or inf"),
     ("step_string", lambda v: v.step("go"), TypeError, "actions must be real numbers"),
@@ -395,6 +448,22 @@ def test_state_restores_in_another_process(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=tmp_path).stdout.strip()
     assert bytes.fromhex(out) == expected.tobytes()
+
+
+def test_destroyed_actor_and_scene_raise():
+    scene = make_scene()
+    wall = scene.find_actor("wall")
+    scene.destroy_actor(wall)
+    with pytest.raises(RuntimeError, match="'wall' .* was destroyed"):
+        wall.get_density()
+    mochi.destroy_scene(scene)
+    with pytest.raises(RuntimeError, match="scene 'bad inputs' was destroyed"):
+        scene.step(DT)
+
+
+def test_num_envs_beyond_memory_is_refused_before_allocating():
+    with pytest.raises(ValueError, match=r"num_envs=10000000 needs about .* GiB .* at most \d+ worlds"):
+        gym.make_vec(PUSH, num_envs=10**7)
 
 
 def test_catalogue_size():

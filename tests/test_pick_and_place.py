@@ -115,9 +115,12 @@ def test_substep_refinement_redoes_stopped_substeps_per_world_bit_for_bit():
 
 def _whole_batch_refined_step(worlds, dt, start, end, splits):
     """The refinement as it was first written, the oracle: every world re-steps the halves in the full scene and
-    the worlds that did not stop are put back. Returns the substep's physics report."""
+    the worlds that did not stop are put back. Returns the substep's physics report. ``splits``: (stopped,
+    tunnelled) levels, as `_refined_step` takes them; PickAndPlace refines stopped substeps only."""
     from superdex_gym.envs.core.worlds import merge_reports, physics_report
 
+    splits, tunnelled = splits
+    assert tunnelled == 0
     scene = worlds.scene
     before = scene.snapshot() if splits else None
     worlds.robot.drive(end)
@@ -129,8 +132,8 @@ def _whole_batch_refined_step(worlds, dt, start, end, splits):
     scene.restore_snapshot(before, worlds=refine)
     middle = 0.5 * (start + end)
     halves = physics_report(worlds.num_worlds)
-    merge_reports(halves, _whole_batch_refined_step(worlds, 0.5 * dt, start, middle, splits - 1))
-    merge_reports(halves, _whole_batch_refined_step(worlds, 0.5 * dt, middle, end, splits - 1))
+    merge_reports(halves, _whole_batch_refined_step(worlds, 0.5 * dt, start, middle, (splits - 1, 0)))
+    merge_reports(halves, _whole_batch_refined_step(worlds, 0.5 * dt, middle, end, (splits - 1, 0)))
     keep = np.setdiff1d(np.arange(worlds.num_worlds), refine)
     if keep.size:
         scene.restore_snapshot(after, worlds=keep)

@@ -131,24 +131,46 @@ def test_the_issue_launch_sequences_stay_in_the_arena(name):
         assert np.linalg.norm(scene.get_actor_velocities([cube])[0][0, 0]) < 3.0
 
 
+def _box_by_a_thin_wall(start, velocity):
+    """A 1 cm static wall (half thickness 5 mm, normal x) and a 10 cm box without a collider (so it flies through
+    whatever the ratio says) at ``start`` moving at ``velocity``, no gravity."""
+    scene = mochi.create_scene("wall")
+    scene.set_gravity([0, 0, 0])
+    scene.create_rigid_actor(name="wall", shape=mochi.create_box_mesh_shape([0.005, 0.5, 0.5]), is_static=True)
+    scene.create_rigid_actor(name="box", shape=mochi.create_box_mesh_shape([0.05] * 3),
+                             collider_type=mochi.ColliderType.NONE,
+                             world_from_local=mochi.TransformRT(translation=start), linear_velocity=velocity)
+    return scene
+
+
 def test_engine_reports_and_warns_the_tunnelling_ratio():
-    """A box at 5 m/s toward a 1 cm static wall (no gravity): in free flight one step moves it v dt, so the ratio is
-    v dt / (wall half thickness) = 10 at dt 0.01 (warned) and 0.2 at dt 0.0002 (silent)."""
-    for dt, expected in ((0.01, 10.0), (0.0002, 0.2)):
-        scene = mochi.create_scene("wall")
-        scene.set_gravity([0, 0, 0])
-        scene.create_rigid_actor(name="wall", shape=mochi.create_box_mesh_shape([0.005, 0.5, 0.5]), is_static=True)
-        scene.create_rigid_actor(name="box", shape=mochi.create_box_mesh_shape([0.05] * 3),
-                                 world_from_local=mochi.TransformRT(translation=[-0.3, 0, 0]),
-                                 linear_velocity=[5.0, 0, 0])
+    """The box's front face 0.5 mm before the wall at 5 m/s into it: one step of dt carries it 5 dt, so its front
+    samples end 5 dt - 0.5 mm past the wall's face, over the 5 mm half thickness: 9.9 at dt 0.01 (past the middle:
+    warned) and 0.1 at dt 0.0002 (silent)."""
+    for dt, expected in ((0.01, 9.9), (0.0002, 0.1)):
+        scene = _box_by_a_thin_wall([-0.0555, 0.0, 0.0], [5.0, 0.0, 0.0])
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             scene.step(dt)
         ratio = scene.get_solver_stats().max_tunnelling_ratio
-        assert ratio == pytest.approx(expected, rel=1e-9)  # float64 round-off of one step's displacement
-        np.testing.assert_allclose(scene.get_tunnelling_ratio(), [expected], rtol=1e-9)
+        front = scene.get_actor_translations([scene.find_actor("box")])[0, 0, 0] + 0.05
+        assert ratio == pytest.approx((front + 0.005) / 0.005, rel=1e-9)  # the definition, on the step's result
+        assert ratio == pytest.approx(expected, rel=2e-3)  # a Newton step within its tolerance of v dt
+        np.testing.assert_allclose(scene.get_tunnelling_ratio(), [ratio], rtol=0)
         tunnel_warnings = [w for w in caught if "static collider 'wall'" in str(w.message)]
         assert len(tunnel_warnings) == (1 if expected >= 1 else 0)
+
+
+def test_travel_along_a_thin_wall_does_not_count():
+    """The same box 0.5 mm beside the wall's face moving along it at 5 m/s (0.05 m per step, ten half thicknesses)
+    never meets the wall: ratio 0 (the travel-based bound said 10); moving at most 1 mm into it as well: at most
+    0.2, however far it slides along."""
+    scene = _box_by_a_thin_wall([-0.0555, 0.0, 0.0], [0.0, 5.0, -1.0])
+    scene.step(0.01)
+    assert scene.get_tunnelling_ratio()[0] == 0.0
+    scene = _box_by_a_thin_wall([-0.0555, 0.0, 0.0], [0.1, 5.0, -1.0])
+    scene.step(0.01)
+    assert 0.0 < scene.get_tunnelling_ratio()[0] < 0.2  # at most 1 mm of 5 mm: the travel along x only
 
 
 def test_planes_do_not_limit_the_tunnelling_ratio():

@@ -6,6 +6,7 @@ order), on random states that reach every branch. One exception: numpy's own SIM
 import math
 
 import numpy as np
+import pytest
 
 from superdex_gym.sim import lie
 from superdex_gym.sim.tunnelling import tunnelling_ratio, tunnelling_ratio_numpy
@@ -20,9 +21,15 @@ def _tunnelling_case(rng, num_worlds, num_bodies, num_static, step_scale):
     static = np.sort(rng.choice(num_bodies, size=num_static, replace=False)).astype(np.int64)
     dynamic = np.ones(num_bodies, dtype=bool)
     dynamic[static] = False
-    geometry = {"reach": np.where(dynamic, rng.uniform(0.0, 0.3, num_bodies), 0.0), "static": static,
-                "half": rng.uniform(0.01, 0.5, num_static), "centre": rng.normal(size=(num_static, 3)),
-                "radius": rng.uniform(0.1, 1.5, num_static), "names": [f"c{k}" for k in range(num_static)]}
+    half_extents = rng.uniform(0.05, 1.5, (num_static, 3))
+    counts = np.where(dynamic, rng.integers(1, 9, num_bodies), 0)  # samples per body (8: a box's corners)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    points = rng.uniform(-0.3, 0.3, (offsets[-1], 3))
+    reach = np.array([np.max(np.linalg.norm(points[offsets[k]:offsets[k + 1]], axis=1), initial=0.0)
+                      for k in range(num_bodies)])
+    geometry = {"reach": reach, "static": static, "half_extents": half_extents, "half": half_extents.min(axis=1),
+                "centre": rng.normal(size=(num_static, 3)), "radius": np.linalg.norm(half_extents, axis=1),
+                "names": [f"c{k}" for k in range(num_static)], "points": points, "offsets": offsets}
     return com0, rot0, com1, rot1, geometry, dynamic
 
 
@@ -215,3 +222,23 @@ def test_state_copy_copies_every_field(rng):
             np.testing.assert_array_equal(value, other)
         else:
             assert other == value
+
+
+def test_sample_depth_measures_along_the_entry_face_normal():
+    """A 2 cm x 1 m x 1 m box (half extents 0.01, 0.5, 0.5): the depth past the face a path entered through, over
+    the thinnest half thickness; paths along the wall, missing it or bouncing back count 0."""
+    from superdex_gym.sim.tunnelling import sample_depth
+
+    half = np.array([0.01, 0.5, 0.5])
+    cases = [  # (start, end, expected)
+        ([-0.02, 0.0, 0.0], [-0.005, 0.0, 0.0], 0.5),  # 5 mm into the -x face: half way to the middle
+        ([-0.02, 0.0, 0.0], [0.03, 0.0, 0.0], 4.0),  # through: 4 cm past the -x face
+        ([-0.011, -0.4, 0.0], [-0.011, 0.4, 0.0], 0.0),  # sliding 0.8 m along the wall, 1 mm beside it
+        ([0.0, 0.0, 0.6], [0.0, 0.0, 0.45], 5.0),  # onto the top, 5 cm deep: past the sides' distance (1 cm)
+        ([-0.02, 0.0, 0.0], [-0.015, 0.0, 0.0], 0.0),  # stops short of the wall
+        ([-0.0099, 0.0, 0.0], [-0.0095, 0.0, 0.0], 0.05),  # resting 0.1 mm inside, pressed 0.4 mm more
+        ([0.5, 0.0, 0.0], [0.5, 0.0, 0.0], 0.0),  # no step, outside: misses
+    ]
+    for start, end, expected in cases:
+        got = sample_depth(np.array(start), np.array(end), half)
+        assert got == pytest.approx(expected, rel=1e-12, abs=1e-12), (start, end)

@@ -472,7 +472,7 @@ def train(config=None, *, output: str | Path | None = None, total_timesteps=None
             s_env = s
         set_random_seed(s_env)
         venv = SuperDexSB3VecEnv(n, seed=s_env, env_id=cfg["env_id"],
-                                 max_episode_steps=int(spec.max_episode_steps or 50), **env_kwargs)
+                                 **{"max_episode_steps": int(spec.max_episode_steps or 50), **env_kwargs})
         # inside the monitor: episode returns (and the rollout/ep_rew_mean log) are the reward trained on
         venv = VecMonitor(wrap_reward(venv, t["reward"], cfg["reward"]))
         cls = algorithm_class(cfg["algo"])

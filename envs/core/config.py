@@ -46,6 +46,9 @@ class WorldConfig:
     # Nesting depth of redoing a world's STOPPED substep as two half substeps: a squeeze that snaps a yawed cube
     # straight stops Newton at its cap and can leave a finger inside the cube (docs/environments.md, Grasping)
     substep_refinement: int = 0
+    # The same for a substep the guard undid because a surface sample ended past a static collider's middle (a thin
+    # wall hit faster than its half thickness per substep): its halves meet the wall with half the travel
+    tunnelling_refinement: int = 0
 
     @property
     def control_dt(self) -> float:
@@ -64,6 +67,8 @@ class WorldConfig:
                "each try is a full potential evaluation")
         as_int(self.substep_refinement, "substep_refinement", 0, MAX_SUBSTEP_REFINEMENT,
                "each level can triple the cost of a substep that stops")
+        as_int(self.tunnelling_refinement, "tunnelling_refinement", 0, MAX_SUBSTEP_REFINEMENT,
+               "each level can triple the cost of a substep that tunnels")
         if not isinstance(self.solver_initial_guess, mochi.InitialGuess):
             raise TypeError(f"solver_initial_guess must be an InitialGuess, got {self.solver_initial_guess!r}")
         return self
@@ -83,7 +88,7 @@ class WorldConfig:
 
 def world_config(physics_dt=0.02, substeps=2, solver_abs_tol=1e-2, solver_max_iter=8,
                  solver_initial_guess="CONSTANT_VELOCITY_AND_TARGETS", solver_line_search_max_iter=2,
-                 solver_best_iterate_on_stop=True, substep_refinement=0) -> WorldConfig:
+                 solver_best_iterate_on_stop=True, substep_refinement=0, tunnelling_refinement=0) -> WorldConfig:
     """The physics and solver ``gym.make`` kwargs as a validated `WorldConfig`.
 
     ``solver_initial_guess``: an ``InitialGuess`` or its name; ``"LATEST_SOLUTION"`` is the reference's.
@@ -92,7 +97,9 @@ def world_config(physics_dt=0.02, substeps=2, solver_abs_tol=1e-2, solver_max_it
     as the reference engine does).
     ``substep_refinement``: a substep whose Newton solve stopped at its iteration cap is redone, in that world only,
     as two half substeps (the drive targets halfway), nested up to this many times; 0: never (the engine's step as
-    it is). Worlds stay independent: W worlds together equal the same worlds stepped alone, bit for bit."""
+    it is). ``tunnelling_refinement``: the same for a substep undone because a body's surface ended past a static
+    collider's middle (sim/tunnelling.py). Worlds stay independent: W worlds together equal the same worlds stepped
+    alone, bit for bit."""
     if isinstance(solver_initial_guess, str):
         try:
             solver_initial_guess = mochi.InitialGuess[solver_initial_guess.upper()]
@@ -104,7 +111,8 @@ def world_config(physics_dt=0.02, substeps=2, solver_abs_tol=1e-2, solver_max_it
                        solver_line_search_max_iter=solver_line_search_max_iter,
                        solver_best_iterate_on_stop=as_bool(solver_best_iterate_on_stop,
                                                            "solver_best_iterate_on_stop"),
-                       substep_refinement=substep_refinement).validate()
+                       substep_refinement=substep_refinement,
+                       tunnelling_refinement=tunnelling_refinement).validate()
 
 
 def split_kwargs(kwargs: dict, *factories) -> list[dict]:

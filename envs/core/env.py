@@ -70,17 +70,27 @@ def rewards_and_infos(worlds, obs: dict, dense: bool, copies: bool = True) -> tu
     return total.astype(np.float32), infos
 
 
+def checked_episode_steps(value, allow_none: bool = False):
+    """An episode length: an int >= 1 (None where ``allow_none``)."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"max_episode_steps must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
 class RobotTaskEnv(gym.Env):
     metadata = {"render_modes": RENDER_MODES, "render_fps": 25}
 
     def __init__(self, render_mode=None, dense_reward: bool = False, terminate_on_success: bool = False,
                  render_width: int = 480, render_height: int = 480, camera_distance: float | None = None,
-                 camera_azimuth: float | None = None, camera_elevation: float | None = None, *, task: str,
-                 robot: str = DEFAULT_ROBOT, **kwargs):
+                 camera_azimuth: float | None = None, camera_elevation: float | None = None,
+                 max_episode_steps: int | None = None, *, task: str, robot: str = DEFAULT_ROBOT, **kwargs):
         if render_mode == "human" and "human" not in RENDER_MODES:
             raise ValueError(HUMAN_MODE_HINT)
         if render_mode is not None and render_mode not in RENDER_MODES:
             raise ValueError(f"render_mode must be one of {RENDER_MODES} or None, got {render_mode!r}")
+        self.max_episode_steps = checked_episode_steps(max_episode_steps, allow_none=True)
         self.worlds = make_worlds(1, robot, task, kwargs)
         self.dense_reward = as_bool(dense_reward, "dense_reward")
         self.terminate_on_success = as_bool(terminate_on_success, "terminate_on_success")
@@ -95,14 +105,23 @@ class RobotTaskEnv(gym.Env):
         self._view = None
         self._window = None
         self._has_reset = False
+        self._elapsed = 0  # steps since the last reset that succeeded (or set_state)
+        self._count_restarted = False  # a reset was rejected in this episode: a TimeLimit around us restarted its count
 
     # --- Gymnasium API ------------------------------------------------------------------------------------------
     def reset(self, *, seed=None, options=None):
         world = np.array([0])
-        self.worlds.check_options(world, options)  # before seeding: a rejected reset changes nothing
-        super().reset(seed=seed)
+        try:
+            self.worlds.check_options(world, options)  # before seeding: a rejected reset changes nothing
+            super().reset(seed=seed)  # a bad seed raises before the generator changes
+        except Exception:
+            # Gymnasium's TimeLimit (gym.make's outermost wrapper) zeroed its count before these checks could run:
+            # the episode goes on, and this env ends it at its length itself (`step`).
+            self._count_restarted = self._has_reset
+            raise
         self.worlds.reset_worlds(world, [self.np_random], options)
         self._has_reset = True
+        self._elapsed, self._count_restarted = 0, False
         obs = self._obs()
         if self.render_mode == "human":
             self.render()
@@ -118,7 +137,11 @@ class RobotTaskEnv(gym.Env):
         obs = self._obs()
         reward, info = self._reward_and_info(obs)
         terminated = bool(self.terminate_on_success and info["is_success"])
-        truncated = info["physics_diverged"]  # the episode ends rather than go on in a frozen or undone world
+        self._elapsed += 1
+        # the episode ends rather than go on in a frozen or undone world, and at its length when a TimeLimit's
+        # count was restarted by a rejected reset
+        truncated = info["physics_diverged"] or (self._count_restarted and self.max_episode_steps is not None
+                                                 and self._elapsed >= self.max_episode_steps)
         if self.render_mode == "human":
             self.render()
         return obs, reward, terminated, truncated, info
@@ -163,11 +186,12 @@ class RobotTaskEnv(gym.Env):
         generator = type(self.np_random.bit_generator)()
         try:
             generator.state = state["np_random"]  # validated on a spare generator first
-        except (TypeError, ValueError, KeyError) as exc:
+        except (TypeError, ValueError, KeyError, OverflowError) as exc:
             raise ValueError(f"state['np_random'] is not a {type(generator).__name__} state: {exc}") from exc
         self.worlds.set_state(checked)
         self.np_random.bit_generator.state = state["np_random"]
         self._has_reset = True
+        self._elapsed, self._count_restarted = 0, False
 
     # --- helpers -------------------------------------------------------------------------------------------------
     def _obs(self) -> dict:

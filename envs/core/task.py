@@ -134,6 +134,11 @@ class Task:
     def compute_reward(self, achieved_goal, desired_goal, dense: bool) -> np.ndarray:
         achieved_goal = self.checked_goals(achieved_goal, "achieved_goal")
         desired_goal = self.checked_goals(desired_goal, "desired_goal")
+        try:
+            np.broadcast_shapes(np.shape(achieved_goal), np.shape(desired_goal))
+        except ValueError:
+            raise ValueError(f"achieved_goal and desired_goal batches do not match (one desired goal per achieved "
+                             f"one, or one for all): {np.shape(achieved_goal)} and {np.shape(desired_goal)}") from None
         terms = list(self.reward_terms(achieved_goal, desired_goal, dense).values())
         return np.sum(terms, axis=0).astype(np.float32)
 

@@ -5,7 +5,8 @@ Vector contract (Gymnasium 1.x ``VectorEnv``): ``metadata["autoreset_mode"] = Au
 after an episode ends (terminated or truncated at ``max_episode_steps``) resets that world: it returns the new
 episode's first observation with reward 0 and terminated = truncated = False, and ignores that world's action.
 Infos are dicts of arrays with ``_key`` masks. Seeding: ``reset(seed=s)`` seeds world i with ``s + i`` (a list
-seeds each world), exactly as ``SyncVectorEnv`` does, so world i replays a single env reset with that seed.
+seeds each world), exactly as ``SyncVectorEnv`` does, so world i replays a single env reset with that seed; a
+``reset()`` without a seed (with or without a ``reset_mask``) continues each world's generator, as there.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from gymnasium.vector.utils import batch_space
 from superdex_gym.sim.validation import as_bool, real_array
 
 from ..rendering.scene_view import SceneView, default_camera
-from .env import DEFAULT_ROBOT, goal_spaces, make_worlds, rewards_and_infos
+from .env import DEFAULT_ROBOT, checked_episode_steps, goal_spaces, make_worlds, rewards_and_infos
 
 
 class RobotTaskVectorEnv(VectorEnv):
@@ -32,8 +33,7 @@ class RobotTaskVectorEnv(VectorEnv):
             raise ValueError(f"num_envs must be an integer >= 1, got {num_envs!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
-        if max_episode_steps is None or int(max_episode_steps) < 1:
-            raise ValueError(f"max_episode_steps must be >= 1, got {max_episode_steps!r}")
+        max_episode_steps = checked_episode_steps(max_episode_steps)
         self.num_envs = int(num_envs)
         self.worlds = make_worlds(self.num_envs, robot, task, kwargs)
         self.dense_reward = as_bool(dense_reward, "dense_reward")
@@ -54,20 +54,23 @@ class RobotTaskVectorEnv(VectorEnv):
 
     # --- seeding -----------------------------------------------------------------------------------------------
     def _seed_worlds(self, seed, worlds):
-        if isinstance(seed, (bool, np.bool_, str, bytes)):
-            raise TypeError(f"seed must be None, an int or a list of num_envs ints, got {seed!r}")
+        """Seed ``worlds``: ``s + i`` for an int, entry i of a list (None keeps that world's generator); None keeps
+        every generator, as Gymnasium's ``SyncVectorEnv`` does (each env's ``reset(seed=None)`` continues its own)."""
         if seed is None:
-            seeds = [None] * len(worlds)
-        elif isinstance(seed, (int, np.integer)):
+            return
+        if isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)):
             seeds = [int(seed) + int(i) for i in worlds]
-        else:
+        elif isinstance(seed, (list, tuple, np.ndarray)):
             seeds = list(seed)
             if len(seeds) != self.num_envs:
                 raise ValueError(f"a seed list must have num_envs = {self.num_envs} entries, got {len(seeds)}")
             seeds = [seeds[int(i)] for i in worlds]
-        generators = [seeding.np_random(s)[0] for s in seeds]  # all first: a bad seed changes no generator
-        for i, generator in zip(worlds, generators):
-            self._rngs[int(i)] = generator
+        else:
+            raise TypeError(f"seed must be None, an int or a list of num_envs ints, got {seed!r}")
+        # all first: a bad seed changes no generator
+        generators = {int(i): seeding.np_random(s)[0] for i, s in zip(worlds, seeds) if s is not None}
+        for i, generator in generators.items():
+            self._rngs[i] = generator
 
     # --- VectorEnv API ---------------------------------------------------------------------------------------
     def reset(self, *, seed=None, options=None):

@@ -12,11 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 import superdex_gym.sim as mochi
-from superdex_gym.sim.jit import kernel_array
 from superdex_gym.sim.validation import real_array
 
-from . import kernels as obs_kernels
+from .compiled_observation import _compiled_observation
 from .config import V_MAX, WorldConfig, finite_array
+from .state_checks import check_memory, configuration_difference
 from .kernels import guard_substep
 
 
@@ -40,6 +40,7 @@ class RobotTaskWorlds:
         # One world at rest at home: the template every reset starts from.
         robot.place(home[None], np.zeros(1), np.arange(1))
         self._template = scene.snapshot()
+        check_memory(self.num_worlds, self._template)
         scene.set_num_worlds(self.num_worlds)
         robot.start_commands(self.num_worlds, home, self.config.control_dt)
         self._home = home
@@ -112,32 +113,41 @@ class RobotTaskWorlds:
             raise ValueError(f"action contains NaN or inf (world {bad[0]}, component {bad[1]}); nothing was stepped")
         n, dt = self.config.substeps, self.config.physics_dt
         self.robot.begin_action(actions, tuple(j / n for j in range(1, n + 1)))  # the substeps' ends, as below
-        report = self._refined_step(dt, 0.0, 1.0 / n, self.config.substep_refinement)  # fresh arrays: kept as is
+        splits = (self.config.substep_refinement, self.config.tunnelling_refinement)
+        report = self._refined_step(dt, 0.0, 1.0 / n, splits)  # fresh arrays: kept as is
         for j in range(2, n + 1):
-            merge_reports(report, self._refined_step(dt, (j - 1) / n, j / n, self.config.substep_refinement))
+            merge_reports(report, self._refined_step(dt, (j - 1) / n, j / n, splits))
         self.robot.end_action()
         self.physics = report
 
-    def _refined_step(self, dt: float, start: float, end: float, splits: int) -> dict:
+    def _refined_step(self, dt: float, start: float, end: float, splits: tuple) -> dict:
         """One guarded substep of ``dt`` with the drive targets at ``end`` of the control step; a world whose
-        Newton solve stopped at its cap is then redone from the substep's start as two guarded half substeps
-        (targets at the midpoint, then at ``end``), nested ``splits`` times. Only the stopped worlds are redone
-        (in `_refinement_worlds`, a copy of these worlds' scene sized to them), so every world's result depends on
-        that world alone and a batch pays for its stopped worlds only. Returns the substep's `physics_report`."""
+        Newton solve stopped at its cap, or whose step the guard undid for tunnelling (ratio >= 1), is then redone
+        from the substep's start as two guarded half substeps (targets at the midpoint, then at ``end``), nested
+        ``splits`` = (stopped, tunnelled) times. Only those worlds are redone (in `_refinement_worlds`, a copy of
+        these worlds' scene sized to them), so every world's result depends on that world alone and a batch pays
+        for its refined worlds only. Returns the substep's `physics_report`."""
         self.robot.drive(end)
         before = self.scene.step_snapshot()  # the undo point; the halves start from it too
         record = self._guarded_step(dt, before)
-        refine = np.flatnonzero(record["stopped_substeps"] > 0) if splits else ()
+        stopped, tunnelled = splits
+        refine = np.zeros(self.num_worlds, dtype=bool)
+        if stopped:
+            refine |= record["stopped_substeps"] > 0
+        if tunnelled:
+            refine |= record["tunnelling_ratio"] >= 1.0
+        refine = np.flatnonzero(refine)
         if len(refine) == 0:
             return record
+        splits = (max(stopped - 1, 0), max(tunnelled - 1, 0))
         shadow = self._refinement_worlds(len(refine))
         local = np.arange(len(refine))
         shadow.scene.restore_snapshot(before, worlds=local, source_worlds=refine)
         shadow.robot.set_step_commands(self.robot.step_commands(refine))
         middle = 0.5 * (start + end)
         halves = physics_report(len(refine))
-        merge_reports(halves, shadow._refined_step(0.5 * dt, start, middle, splits - 1))
-        merge_reports(halves, shadow._refined_step(0.5 * dt, middle, end, splits - 1))
+        merge_reports(halves, shadow._refined_step(0.5 * dt, start, middle, splits))
+        merge_reports(halves, shadow._refined_step(0.5 * dt, middle, end, splits))
         self.scene.restore_snapshot(shadow.scene.snapshot(), worlds=refine, source_worlds=local)
         halves["refined_substeps"] += 1
         for key, value in record.items():
@@ -227,19 +237,49 @@ class RobotTaskWorlds:
 
     # --- state ---------------------------------------------------------------------------------------------------
     def get_state(self) -> dict:
-        return {"scene": self.scene.snapshot(), "goal": self.goal.copy(), "robot": self.robot.get_state()}
+        return {"scene": self.scene.snapshot(), "goal": self.goal.copy(), "robot": self.robot.get_state(),
+                "config": self.configuration()}
+
+    def configuration(self) -> tuple:
+        """What a state is a state of: the task and robot (classes and configs, e.g. ``cube_mass``) and the physics
+        settings; `check_state` refuses a state of another configuration even where the actors are the same."""
+        return (type(self.task).__name__, self.task.config, type(self.robot).__name__, self.robot.config,
+                self.config)
 
     def check_state(self, state) -> dict:
         """A `get_state` checked against these worlds (ValueError naming the part that does not fit)."""
-        if not isinstance(state, dict) or set(state) != {"scene", "goal", "robot"}:
+        keys = {"scene", "goal", "robot", "config"}
+        if not isinstance(state, dict) or set(state) != keys:
             got = sorted(state) if isinstance(state, dict) else type(state).__name__
-            raise ValueError(f"state['worlds'] must have keys ['goal', 'robot', 'scene'], got {got}")
+            raise ValueError(f"state['worlds'] must have keys {sorted(keys)}, got {got}")
+        if state["config"] != self.configuration():
+            raise ValueError(f"state['worlds'] is a state of another configuration: "
+                             f"{configuration_difference(state['config'], self.configuration())}")
         goal = real_array(state["goal"], "state['worlds']['goal']")
         if goal.shape != self.goal.shape or not np.all(np.isfinite(goal)):
             raise ValueError(f"state['worlds']['goal'] must be {self.goal.shape} finite numbers, got shape {goal.shape}")
         self.scene.check_snapshot(state["scene"])
+        self._check_speeds(state["scene"])
         robot = self.robot.check_state(state["robot"])
         return {"scene": state["scene"], "goal": goal, "robot": robot}
+
+    def _check_speeds(self, snapshot) -> None:
+        """No dynamic body of a snapshot faster than the worlds let one be: the escape speed (a substep leaving one
+        faster is undone) or, where the task has none, ``V_MAX``; and none spinning its surface faster than
+        ``V_MAX`` (the bound of every velocity in an observation)."""
+        rows = self.scene.get_actor_rows(self._dynamic)
+        reach = np.array([np.linalg.norm(a.get_shape().vertices - a.get_rigid_center_of_mass_local(), axis=1).max()
+                          for a in self._dynamic])
+        bound = min(self._escape_speed, V_MAX)
+        for i, kin in enumerate(snapshot[1].history):
+            for what, speed, limit in (("moves", kin.linear_velocity[:, rows], bound),
+                                       ("spins the surface of", kin.angular_velocity[:, rows] * reach[:, None], V_MAX)):
+                speed = np.sqrt(np.add.reduce(speed ** 2, axis=-1))
+                if speed.size and speed.max() > limit:
+                    w, k = np.unravel_index(np.argmax(speed), speed.shape)
+                    raise ValueError(f"state['worlds']['scene'] {what} {self._dynamic[k].get_name()!r} (world {w}, "
+                                     f"history {i}) at {speed[w, k]:.4g} m/s, above the {limit:.3g} m/s no step "
+                                     "reaches")
 
     def set_state(self, state: dict) -> None:
         """Restore a state that passed `check_state`."""
@@ -278,86 +318,3 @@ def merge_reports(report: dict, step: dict) -> None:
         report[key] += step[key]
     report["tunnelling_ratio"] = np.maximum(report["tunnelling_ratio"], step["tunnelling_ratio"])
     report["physics_diverged"] |= step["physics_diverged"]
-
-
-def _defined_in(cls, name):
-    return next(c for c in cls.__mro__ if name in c.__dict__)
-
-
-def _compiled_observation(robot, task):
-    """A `_CompiledObservation` when the robot is the floating gripper and the task's parts are the objects'
-    standard ones (`Task.observed_objects`, declared where ``observation`` is defined or below), else None."""
-    finger_spec = robot.observed_fingers() if hasattr(robot, "observed_fingers") else None
-    objects = task.observed_objects()
-    if finger_spec is None or objects is None:
-        return None
-    if not issubclass(_defined_in(type(task), "observed_objects"), _defined_in(type(task), "observation")):
-        return None  # a subclass redefined observation only: its own parts
-    codes = {**obs_kernels.ROBOT_PARTS}
-    for k, (name, _, _) in enumerate(objects):
-        codes.update({(name + suffix): (code, k) for suffix, code in obs_kernels.OBJECT_PARTS.items()})
-
-    def table(names):
-        rows, col = [], 0
-        for part in names:
-            code = codes.get(part)
-            if code is None:
-                return None, 0
-            code, k = code if isinstance(code, tuple) else (code, 0)
-            rows.append((code, k, col))
-            col += obs_kernels.PART_WIDTH[code]
-        return np.array(rows, dtype=np.int64).reshape(-1, 3), col
-
-    layout, width = table(task.observation_layout)
-    goal_layout, goal_width = table(task.achieved_goal_parts)
-    if layout is None or goal_layout is None:
-        return None
-    return _CompiledObservation(finger_spec, objects, layout, width, goal_layout, goal_width)
-
-
-class _CompiledObservation:
-    """The observation dict in one kernel call (`kernels.observe_gripper_objects`): the same float32 values as the
-    robot's and task's ``observation`` parts (tests/test_env_kernels.py); rotations near pi (the rotation vector's
-    quaternion route) are redone in numpy for the worlds that have them."""
-
-    def __init__(self, finger_spec, objects, layout, width, goal_layout, goal_width):
-        self.fingers, tip = finger_spec
-        self.tip = np.asarray(tip, dtype=np.float64)
-        self.objects = [actor for _, actor, _ in objects]
-        self.spin = np.array([spin for _, _, spin in objects], dtype=np.float64)
-        self.layout, self.width, self.goal_layout, self.goal_width = layout, width, goal_layout, goal_width
-        self._model = None  # the scene's model the rows below are of
-
-    def observe(self, scene, goal) -> dict:
-        model = scene.get_model()
-        if model is not self._model:
-            com_local = model.bodies.com_local
-            self.finger_rows = scene.get_actor_rows(self.fingers)
-            self.object_rows = scene.get_actor_rows(self.objects)
-            self.finger_com_local = kernel_array(com_local[self.finger_rows])
-            self.object_com_local = kernel_array(com_local[self.object_rows].reshape(-1, 3))
-            self._model = model
-        cur = scene.current_kinematics()  # read only
-        com, rot, lin, ang = (kernel_array(a) for a in (cur.com_position, cur.rotation, cur.linear_velocity,
-                                                          cur.angular_velocity))
-        num_worlds = com.shape[0]
-        obs = np.empty((num_worlds, self.width), dtype=np.float32)
-        achieved = np.empty((num_worlds, self.goal_width), dtype=np.float32)
-        k = len(self.objects)
-        near_pi = np.empty((num_worlds, k), dtype=bool)
-        if obs_kernels.observe_gripper_objects(
-                com, rot, lin, ang, self.finger_rows, self.finger_com_local, self.tip, V_MAX, self.object_rows,
-                self.object_com_local, self.spin, self.layout, self.goal_layout, obs, achieved,
-                np.empty((num_worlds, k, 3)), near_pi):
-            self._near_pi_rotations(rot, near_pi, obs, achieved)
-        return {"observation": obs, "achieved_goal": achieved, "desired_goal": goal.astype(np.float32)}
-
-    def _near_pi_rotations(self, rot, near_pi, obs, achieved) -> None:
-        """The rotation vectors the kernel marked (angle near pi) by `lie.log_so3`'s quaternion route, as the
-        task's numpy part computes them, into their columns."""
-        for table, out in ((self.layout, obs), (self.goal_layout, achieved)):
-            for code, k, col in table:
-                if code == obs_kernels.OBJECT_ROTATION and near_pi[:, k].any():
-                    worlds = np.flatnonzero(near_pi[:, k])
-                    out[worlds, col:col + 3] = mochi.lie.log_so3(rot[worlds, self.object_rows[k]])
-

@@ -115,7 +115,7 @@ class HumanWindow:
         except ImportError as exc:
             raise ImportError(HUMAN_MODE_HINT) from exc
         self._pygame = pygame
-        pygame.init()
+        pygame.display.init()  # the display only: pygame.init() also opens audio (ALSA errors without a sound card)
         self._screen = pygame.display.set_mode((width, height))
         pygame.display.set_caption("SuperDex Gym")
         self._clock = pygame.time.Clock()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import superdex_gym.sim as mochi
+from superdex_gym.sim.validation import real_array
 
 WALL_HALF_THICKNESS_M = 0.25  # 0.5 m walls hold a cube thrown at V_MAX (docs/envs_notes.md)
 
@@ -25,24 +26,27 @@ def create_walled_floor(scene, floor_depth_m: float, arena_half_m: float, wall_h
     floor = scene.create_rigid_actor(
         name="floor", shape=mochi.create_plane_shape(normal=[0, 0, 1], distance=-floor_depth_m), is_static=True,
     )
-    a, t, h = arena_half_m, WALL_HALF_THICKNESS_M, wall_height_m / 2
-    zc = -floor_depth_m + h
     walls = [
         scene.create_rigid_actor(
             name=f"wall_{k}", shape=mochi.create_box_mesh_shape(list(half)), is_static=True,
             collider_type=mochi.ColliderType.BOX, world_from_local=mochi.TransformRT(translation=centre),
         )
-        for k, (half, centre) in enumerate([
-            ((t, a + 2 * t, h), (a + t, 0.0, zc)), ((t, a + 2 * t, h), (-a - t, 0.0, zc)),
-            ((a, t, h), (0.0, a + t, zc)), ((a, t, h), (0.0, -a - t, zc)),
-        ])
+        for k, (half, centre) in enumerate(wall_boxes(floor_depth_m, arena_half_m, wall_height_m))
     ]
     return [floor, *walls]
 
 
+def wall_boxes(floor_depth_m: float, arena_half_m: float, wall_height_m: float) -> list:
+    """(half extents, centre) of the four arena walls of `create_walled_floor`."""
+    a, t, h = arena_half_m, WALL_HALF_THICKNESS_M, wall_height_m / 2
+    zc = -floor_depth_m + h
+    return [((t, a + 2 * t, h), (a + t, 0.0, zc)), ((t, a + 2 * t, h), (-a - t, 0.0, zc)),
+            ((a, t, h), (0.0, a + t, zc)), ((a, t, h), (0.0, -a - t, zc))]
+
+
 def parse_pose(value, name: str) -> tuple[np.ndarray, np.ndarray]:
     """A position (3,) or position + quaternion x, y, z, w (7,) option as (position, unit quaternion)."""
-    pose = np.asarray(value, dtype=np.float64).ravel()
+    pose = real_array(value, name).ravel()
     if pose.shape not in ((3,), (7,)) or not np.all(np.isfinite(pose)):
         raise ValueError(f"{name} must be 3 (position) or 7 (position + quaternion x, y, z, w) finite numbers, "
                          f"got {value!r}")
@@ -75,3 +79,20 @@ def check_clear_of_boxes(position, extent, centres, halves, what: str) -> None:
     tol = 1e-6
     if np.any(np.all(np.abs(centres - position) < halves + extent - tol, axis=1)):
         raise ValueError(what)
+
+
+def check_clear_of_statics(position, extent, boxes, floor_z: float, top_z: float, what: str) -> None:
+    """An object (AABB half size ``extent``) at ``position`` must not start inside a static box (``boxes``: (name,
+    centre, half extents)), below the floor plane ``floor_z`` or with its centre above ``top_z`` (from there its
+    fall would reach the escape speed)."""
+    tol = 1e-6
+    if position[2] - extent[2] < floor_z - tol:
+        raise ValueError(f"{what} into the floor (its lowest point at z = {position[2] - extent[2]:.4f} m, the floor "
+                         f"is at z = {floor_z} m)")
+    if position[2] > top_z:
+        raise ValueError(f"{what} at z = {position[2]} m, above {top_z:.3f} m: falling from there it would pass the "
+                         "escape speed the episode is truncated at")
+    for name, centre, half in boxes:
+        if np.all(np.abs(np.asarray(centre) - position) < np.asarray(half) + extent - tol):
+            raise ValueError(f"{what} inside the {name} (a static box centred at {list(centre)} with half extents "
+                             f"{list(half)})")

@@ -36,6 +36,7 @@ class PickAndPlaceConfig(PushConfig):
 class PickAndPlaceTask(PushTask):
     name = "PickAndPlace"
     cube_actor_kwargs = {"boundary_element_type": mochi.ActorBoundaryElementType.P1Q16}
+    goals_in_air = True
 
     @staticmethod
     def make_config(cube_size=0.04, cube_mass=0.064, friction=0.5, goal_range=0.3, distance_threshold=0.05,

@@ -21,8 +21,8 @@ from superdex_gym.sim.validation import as_real, check_mass
 
 from ..core.config import V_MAX, clip
 from ..core.task import Task, check_goals_reachable
-from .arena import (box_extent, check_clear_of_boxes, check_outside_table, create_table, create_walled_floor,
-                    parse_pose)
+from .arena import (box_extent, check_clear_of_boxes, check_clear_of_statics, check_outside_table, create_table,
+                    create_walled_floor, parse_pose, wall_boxes)
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,7 @@ class PushTask(Task):
             raise ValueError(f"cube_gripper_min_distance_m {config.cube_gripper_min_distance_m} would let the cube "
                              f"start on the gripper's closed fingers (needs >= {footprint:.4f} m)")
 
+    goals_in_air = False  # goals only on the table: a pushed cube cannot be lifted
     cube_actor_kwargs: dict = {}  # extra creation fields of the cube (tasks that grasp it refine its samples)
 
     def surface_contact(self):
@@ -108,15 +109,57 @@ class PushTask(Task):
 
     def build(self, scene) -> None:
         c = self.config
-        contact = self.surface_contact()
-        self.table = create_table(scene, c.table_half_extents, contact)
-        create_walled_floor(scene, c.floor_depth_m, c.arena_half_m, c.wall_height_m)
+        contact = self.build_arena(scene)
         self.cube = scene.create_rigid_actor(
             name="cube", shape=mochi.create_box_mesh_shape([self.half] * 3), mass=c.cube_mass_kg, contact=contact,
             # the exact box distance: smooth where a grid SDF's trilinear gradient jumps between cells
             collider_type=mochi.ColliderType.BOX, world_from_local=mochi.TransformRT(translation=[0, 0, self.half]),
             **self.cube_actor_kwargs,
         )
+
+    def build_arena(self, scene):
+        """The table and the walled floor; returns the surface contact (the objects' too)."""
+        c = self.config
+        contact = self.surface_contact()
+        self.table = create_table(scene, c.table_half_extents, contact)
+        create_walled_floor(scene, c.floor_depth_m, c.arena_half_m, c.wall_height_m)
+        return contact
+
+    def static_boxes(self) -> list:
+        """(name, centre, half extents) of the static boxes an object must not start in: the arena walls (the table
+        has its own check, `check_outside_table`)."""
+        c = self.config
+        return [(f"arena wall {k}", centre, half)
+                for k, (half, centre) in enumerate(wall_boxes(c.floor_depth_m, c.arena_half_m, c.wall_height_m))]
+
+    def start_height_limit_m(self) -> float:
+        """The highest a cube's centre may start: dropped from there onto the floor it stays below the escape
+        speed (backward Euler's discrete fall is slower than the exact one, so the exact drop bounds it)."""
+        return -self.config.floor_depth_m + self.half + self.escape_speed_m_s() ** 2 / (2 * 9.8)
+
+    def goal_region(self) -> tuple[np.ndarray, np.ndarray]:
+        """The cube centres a goal may ask for, where the gripper's workspace reaches: resting on the table (within
+        the success radius of the resting height) or, where ``goals_in_air``, up to a held cube's centre with the
+        grip point at the workspace's top."""
+        lo, hi = (np.asarray(b, dtype=np.float64) for b in (self.robot.config.workspace_low,
+                                                              self.robot.config.workspace_high))
+        top = hi[2] + self.half if self.goals_in_air else self.half + self.config.distance_threshold_m
+        return np.array([lo[0], lo[1], self.half]), np.array([hi[0], hi[1], top])
+
+    def check_goal(self, goal: np.ndarray, what: str = "options['goal']") -> None:
+        """ValueError unless every goal block lies in `goal_region` and no two cubes' targets overlap."""
+        low, high = self.goal_region()
+        targets = goal.reshape(self.objects, 3)
+        for i, target in enumerate(targets):
+            if np.any(target < low - 1e-6) or np.any(target > high + 1e-6):  # float32 goals pass
+                which = f" target {i}" if self.objects > 1 else ""
+                raise ValueError(f"{what}{which} {target.tolist()} cannot be reached: {self.name}'s goals lie in "
+                                 f"{low.tolist()} .. {high.tolist()} (on the table, within the gripper's workspace)")
+        for i in range(self.objects):
+            for j in range(i):
+                if np.all(np.abs(targets[i] - targets[j]) < 2 * self.half - 1e-6):
+                    raise ValueError(f"{what} puts targets {j} and {i} closer than a cube's size: two cubes cannot "
+                                     "both be there")
 
     def robot_home(self) -> np.ndarray:
         """Above the table centre at the cube's centre height plus ``gripper_extra_height_m``."""
@@ -138,6 +181,8 @@ class PushTask(Task):
         return np.array([*goal_xy, self.half]), np.array([[*cube_xy, self.half]])
 
     def parse_options(self, options: dict) -> dict:
+        if "goal" in options:
+            self.check_goal(options["goal"])
         if "object_pose" in options:
             position, quat, _ = self.parse_cube_pose(options["object_pose"], "options['object_pose']", "the cube")
             options["object_pose"] = position, quat
@@ -153,6 +198,8 @@ class PushTask(Task):
                              f"{low.tolist()} .. {high.tolist()} (the arena)")
         extent = box_extent(self.half, quat)
         check_outside_table(position, extent, self.config.table_half_extents, f"{what} puts {cube}", self.half)
+        check_clear_of_statics(position, extent, self.static_boxes(), -self.config.floor_depth_m,
+                               self.start_height_limit_m(), f"{what} puts {cube}")
         home = self.robot_home()
         check_clear_of_boxes(position, extent, *self.robot.boxes_at(home),
                              f"{what} puts {cube} inside the gripper, which starts with its grip point at "

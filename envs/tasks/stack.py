@@ -32,7 +32,7 @@ import superdex_gym.sim as mochi
 from superdex_gym.sim.validation import as_int, as_real
 
 from ..core.config import GRASP_CONTACT, V_MAX, clip
-from .arena import check_clear_of_boxes, create_table, create_walled_floor
+from .arena import check_clear_of_boxes
 from .push import PushConfig, PushTask
 
 STAGE_PENALTY = 0.25  # dense reward per cube not yet in the tower
@@ -59,6 +59,7 @@ class StackTask(PushTask):
     name = "Stack"
     reset_options = ("goal", "object_poses")
     cube_actor_kwargs = {"boundary_element_type": mochi.ActorBoundaryElementType.P1Q16}
+    goals_in_air = True
     colors = {"cube0": (0.85, 0.2, 0.15), "cube1": (0.2, 0.45, 0.85), "cube2": (0.95, 0.75, 0.1)}
 
     @staticmethod
@@ -83,9 +84,7 @@ class StackTask(PushTask):
 
     def build(self, scene) -> None:
         c = self.config
-        contact = self.surface_contact()
-        self.table = create_table(scene, c.table_half_extents, contact)
-        create_walled_floor(scene, c.floor_depth_m, c.arena_half_m, c.wall_height_m)
+        contact = self.build_arena(scene)
         self.cubes = [
             scene.create_rigid_actor(
                 name=name, shape=mochi.create_box_mesh_shape([self.half] * 3), mass=c.cube_mass_kg, contact=contact,
@@ -120,6 +119,8 @@ class StackTask(PushTask):
         return self.tower(spot).ravel(), cubes
 
     def parse_options(self, options: dict) -> dict:
+        if "goal" in options:
+            self.check_goal(options["goal"])
         if "object_poses" in options:
             what = "options['object_poses']"
             value = options["object_poses"]

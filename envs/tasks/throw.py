@@ -2,10 +2,10 @@
 goal-conditioned).
 
 * scene: PickAndPlace's cube (grasp contact) on a 0.35 m square table whose top is 0.75 m above the floor (a real
-  table's height: the drop is what lets a 3 m/s arm reach a bin 1 m away); an open static bin (four 0.36 m thick
-  walls, 0.36 m high, 0.2 m square inside) stands on the floor at ``bin_distance`` = 0.5-1.0 m from the workspace
-  centre and ``bin_bearing`` = -25..25 deg from +x, sampled per episode; walls 2.2 m above the table around a
-  3 m square floor keep a thrown cube in the world.
+  table's height: the drop is what lets a 3 m/s arm reach a bin 1 m away); an open static bin (four 2 cm thick
+  walls, 0.36 m high, 0.2 m square inside: a waste basket) stands on the floor at ``bin_distance`` = 0.5-1.0 m from
+  the workspace centre and ``bin_bearing`` = -25..25 deg from +x, sampled per episode; walls 2.2 m above the table
+  around a 3 m square floor keep a thrown cube in the world.
 * goals: ``desired_goal`` = the bin's target point (its floor centre at the cube's resting height), so the bin's
   position reaches the policy there; ``achieved_goal`` = the cube's position. Success: the cube inside the bin, below
   its rim (a box test in the goal's frame, so any achieved goal relabelled as a desired one is a success: HER-valid).
@@ -41,10 +41,9 @@ class ThrowConfig(PushConfig):
     bin_distance_m: tuple = (0.5, 1.0)  # bin centre from the workspace centre, horizontally
     bin_bearing_deg: tuple = (-25.0, 25.0)  # from +x
     bin_inner_half_m: float = 0.1  # half the inside width
-    # Half thickness 0.18 m: above the 0.11 m a cube travels in one 0.02 s step at the 5.4 m/s of a 3 m/s throw's
-    # fall to the floor, with room for a stopped Newton solve's jump at impact (0.14 m walls saw a ratio of 1.001 in
-    # 1 of 100 scripted throws; docs/environments.md, Throwing).
-    bin_wall_half_thickness_m: float = 0.18
+    # 2 cm walls: the tunnelling guard measures how deep a cube's samples end past a wall's face along its normal
+    # (sim/tunnelling.py), so a cube falling beside a wall is not limited by its thickness, only one pressed into it
+    bin_wall_half_thickness_m: float = 0.01
     bin_height_m: float = 0.36  # >= the wall thickness, so the thickness is the walls' smallest side
 
     def validate(self) -> "ThrowConfig":
@@ -161,20 +160,21 @@ class ThrowTask(PushTask):
         distance, bearing = rng.uniform(*self.config.bin_distance_m), rng.uniform(*self.config.bin_bearing_deg)
         return np.array([*self.bin_xy(distance, bearing), self.target_z]), cube
 
+    def check_goal(self, goal: np.ndarray, what: str = "options['goal']") -> None:
+        if abs(goal[2] - self.target_z) > 1e-6:
+            raise ValueError(f"{what} must be a bin target point at the cube's resting height on the floor, "
+                             f"z = {self.target_z} m, got z = {goal[2]}")
+        self.check_bin_xy(goal[:2], what)
+
     def parse_options(self, options: dict) -> dict:
-        if "goal" in options:
-            goal = options["goal"]
-            if abs(goal[2] - self.target_z) > 1e-6:
-                raise ValueError(f"options['goal'] must be a bin target point at the cube's resting height on the "
-                                 f"floor, z = {self.target_z} m, got z = {goal[2]}")
-            self.check_bin_xy(goal[:2], "options['goal']")
+        options = super().parse_options(options)
         if "object_pose" in options:
-            position = np.asarray(options["object_pose"], dtype=np.float64).ravel()[:3]
+            position = options["object_pose"][0]
             hx, hy = self.config.table_half_extents[:2]
-            if position.size == 3 and not (abs(position[0]) <= hx and abs(position[1]) <= hy and position[2] > 0):
+            if not (abs(position[0]) <= hx and abs(position[1]) <= hy and position[2] > 0):
                 raise ValueError(f"options['object_pose'] must put the cube above the table (|x| <= {hx}, "
                                  f"|y| <= {hy}, z > 0), got {position.tolist()}")
-        return super().parse_options(options)
+        return options
 
     # --- success and info ----------------------------------------------------------------------------------------
     def is_success(self, achieved_goal, desired_goal) -> np.ndarray:

@@ -15,17 +15,69 @@ from ..jit import inner_kernel, kernel
 from .so3 import matmul3_bt
 
 
-@kernel
-def tunnelling_worst(com0, com1, dynamic, rel, reach, centres, radius, half, ratio_out, which_out):
-    """The tail of `sim.tunnelling.tunnelling_ratio` for W worlds, D dynamic and S static colliders.
+@inner_kernel
+def _apply(m, x, y, z):
+    """m @ (x, y, z), each row's sum as ((m0 x + m1 y) + m2 z)."""
+    return ((m[0, 0] * x + m[0, 1] * y) + m[0, 2] * z, (m[1, 0] * x + m[1, 1] * y) + m[1, 2] * z,
+            (m[2, 0] * x + m[2, 1] * y) + m[2, 2] * z)
 
-    model: ``dynamic`` (D,) rows, ``reach`` (D,) m, ``radius`` / ``half`` (S,) m; data in: ``com0`` / ``com1``
-    (W, N, 3) CoMs at step start / end, ``rel`` (W, D, 3, 3) each dynamic body's rotation over the step (numpy's
-    R1 R0^T), ``centres`` (W, S, 3) the colliders' bounding-sphere centres at step start; data out: ``ratio_out``
-    (W,) the largest travel / half thickness over (body, collider within reach) pairs, 0 when none is, NaN when any
-    pair's ratio is NaN; ``which_out`` (W,) the collider index of the first largest, -1 unless that ratio is > 0.
-    The angle is |log(rel)| as np.linalg.norm(lie.log_so3(rel)) gives it; returns how many rotations turned by
-    more than _NEAR_PI, where log_so3 takes its quaternion route (the caller then uses the numpy code)."""
+
+@inner_kernel
+def _apply_transposed(m, x, y, z):
+    """m^T @ (x, y, z), each sum as ((m0i x + m1i y) + m2i z)."""
+    return ((m[0, 0] * x + m[1, 0] * y) + m[2, 0] * z, (m[0, 1] * x + m[1, 1] * y) + m[2, 1] * z,
+            (m[0, 2] * x + m[1, 2] * y) + m[2, 2] * z)
+
+
+@inner_kernel
+def _sample_depth(x0, y0, z0, x1, y1, z1, hx, hy, hz):
+    """`sim.tunnelling.sample_depth` of one sample path (box-local start and end, half extents)."""
+    p0 = (x0, y0, z0)
+    step = (x1 - x0, y1 - y0, z1 - z0)
+    half = (hx, hy, hz)
+    t_enter, t_exit, axis = -np.inf, np.inf, -1
+    for i in range(3):
+        if step[i] == 0.0:
+            if abs(p0[i]) > half[i]:
+                return 0.0
+        else:
+            ta = (-half[i] - p0[i]) / step[i]
+            tb = (half[i] - p0[i]) / step[i]
+            near = ta if ta < tb else tb
+            far = tb if ta < tb else ta
+            if near > t_enter:
+                t_enter, axis = near, i
+            if far < t_exit:
+                t_exit = far
+    if not (t_enter <= t_exit and t_exit >= 0.0 and t_enter <= 1.0):
+        return 0.0
+    if t_enter < 0.0 or axis < 0:  # started inside: the face it is nearest
+        axis = 0
+        for i in range(1, 3):
+            if half[i] - abs(p0[i]) < half[axis] - abs(p0[axis]):
+                axis = i
+        sign = 1.0 if p0[axis] >= 0.0 else -1.0
+    else:
+        sign = -1.0 if step[axis] > 0.0 else 1.0
+    end = (x1, y1, z1)
+    depth = half[axis] - sign * end[axis]
+    thinnest = min(hx, min(hy, hz))
+    return depth / thinnest if depth > 0.0 else 0.0
+
+
+@kernel
+def tunnelling_worst(com0, rot0, com1, rot1, dynamic, static, rel, reach, points, offsets, centres, half_extents,
+                     radius, ratio_out, which_out):
+    """The tail of `sim.tunnelling.tunnelling_ratio` for W worlds, D dynamic bodies and S static colliders.
+
+    model: ``dynamic`` / ``static`` (D,) / (S,) rows, ``reach`` (D,) m, ``points`` (Q, 3) every dynamic body's
+    surface samples from its centre of mass (body frame; row n's are ``offsets[n]:offsets[n + 1]``),
+    ``half_extents`` (S, 3) and ``radius`` (S,) m of the colliders' boxes; data in: ``com0`` / ``com1`` (W, N, 3)
+    CoMs and ``rot0`` / ``rot1`` (W, N, 3, 3) rotations at step start / end, ``rel`` (W, D, 3, 3) each dynamic
+    body's rotation over the step, ``centres`` (W, S, 3) the colliders' box centres at step start; data out:
+    ``ratio_out`` (W,) the largest `_sample_depth` over (body, collider within reach, sample), 0 when none is, NaN
+    when a sample's is; ``which_out`` (W,) the collider of the first largest, -1 unless it is > 0. Returns how many
+    rotations turned by more than _NEAR_PI (the caller then uses the numpy code)."""
     num_static = centres.shape[1]
     theta = np.empty((1, 3))
     near_pi = 0
@@ -48,7 +100,23 @@ def tunnelling_worst(com0, com1, dynamic, rel, reach, centres, radius, half, rat
                 gy = com0[w, n, 1] - centres[w, s, 1]
                 gz = com0[w, n, 2] - centres[w, s, 2]
                 gap = np.sqrt((gx * gx + gy * gy) + gz * gz)
-                ratio = travel / half[s] if gap <= (reach[d] + travel) + radius[s] else 0.0
+                ratio = 0.0
+                if gap <= (reach[d] + travel) + radius[s]:
+                    f = rot0[w, static[s]]
+                    for q in range(offsets[n], offsets[n + 1]):
+                        x, y, z = points[q, 0], points[q, 1], points[q, 2]
+                        a0, a1, a2 = _apply(rot0[w, n], x, y, z)
+                        b0, b1, b2 = _apply(rot1[w, n], x, y, z)
+                        a0, a1, a2 = _apply_transposed(f, (com0[w, n, 0] + a0) - centres[w, s, 0],
+                                                       (com0[w, n, 1] + a1) - centres[w, s, 1],
+                                                       (com0[w, n, 2] + a2) - centres[w, s, 2])
+                        b0, b1, b2 = _apply_transposed(f, (com1[w, n, 0] + b0) - centres[w, s, 0],
+                                                       (com1[w, n, 1] + b1) - centres[w, s, 1],
+                                                       (com1[w, n, 2] + b2) - centres[w, s, 2])
+                        depth = _sample_depth(a0, a1, a2, b0, b1, b2, half_extents[s, 0], half_extents[s, 1],
+                                              half_extents[s, 2])
+                        if depth > ratio or (np.isnan(depth) and not np.isnan(ratio)):
+                            ratio = depth
                 # np.max / np.argmax: the first NaN wins and is returned, else the first largest value.
                 if first or ratio > best or (np.isnan(ratio) and not np.isnan(best)):
                     best = ratio
@@ -60,12 +128,12 @@ def tunnelling_worst(com0, com1, dynamic, rel, reach, centres, radius, half, rat
 
 
 @kernel
-def tunnelling_step(com0, rot0, com1, rot1, dynamic, static, centre_local, reach, radius, half, ratio_out,
-                    which_out):
+def tunnelling_step(com0, rot0, com1, rot1, dynamic, static, centre_local, reach, points, offsets, half_extents,
+                    radius, ratio_out, which_out):
     """`sim.tunnelling.tunnelling_ratio` for W worlds in one call: the rotations over the step R1 R0^T (D dynamic
-    bodies) and the static colliders' bounding-sphere centres c0 + R0 centre (S static rows) as numpy computes them
-    (matmul: `so3.matmul3_bt`; einsum's 3-term sums (p0 + p2) + p1), then `tunnelling_worst`. ``dynamic`` /
-    ``static`` (D,) / (S,) rows, ``centre_local`` (S, 3); returns `tunnelling_worst`'s near-pi count."""
+    bodies) and the static colliders' box centres c0 + R0 centre (S static rows), each 3-term sum as
+    ((p0 + p1) + p2), then `tunnelling_worst`. ``dynamic`` / ``static`` (D,) / (S,) rows, ``centre_local`` (S, 3);
+    returns `tunnelling_worst`'s near-pi count."""
     num_worlds = com0.shape[0]
     rel = np.empty((num_worlds, dynamic.shape[0], 3, 3))
     centres = np.empty((num_worlds, static.shape[0], 3))
@@ -76,9 +144,10 @@ def tunnelling_step(com0, rot0, com1, rot1, dynamic, static, centre_local, reach
             n = static[s]
             for i in range(3):
                 centres[w, s, i] = com0[w, n, i] + ((rot0[w, n, i, 0] * centre_local[s, 0]
-                                                     + rot0[w, n, i, 2] * centre_local[s, 2])
-                                                    + rot0[w, n, i, 1] * centre_local[s, 1])
-    return tunnelling_worst(com0, com1, dynamic, rel, reach, centres, radius, half, ratio_out, which_out)
+                                                     + rot0[w, n, i, 1] * centre_local[s, 1])
+                                                    + rot0[w, n, i, 2] * centre_local[s, 2])
+    return tunnelling_worst(com0, rot0, com1, rot1, dynamic, static, rel, reach, points, offsets, centres,
+                            half_extents, radius, ratio_out, which_out)
 
 
 # --- SO(3) exp / log, batched (sim/lie.py calls these; its numpy code stays there as the oracle) ----------------
