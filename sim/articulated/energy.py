@@ -1,0 +1,210 @@
+"""The numpy oracle of an articulation's stage energy in joint coordinates (the compiled terms are checked against it).
+
+Each term returns (energy (W,), gradient (W, D), Hessian (W, D, D)) at poses q (W, D) for the fixed stage data.
+What the released engine does, and so what these do (tests/reference_data/articulated_runs.json checks it):
+
+* Links: the rigid incremental potentials (sim/potentials/inertia.py, external.py) of each link's CoM c_i(q) and
+  rotation R_i(q) with the link's own predictor (c~ = c0 + dt v0, R~ = R0 + dt (skew(w0) + S0) R0), and gravity.
+  Gradient J^T g; Hessian J^T H J (Gauss-Newton: the engine drops the second derivative of the kinematics).
+* Rotor inertia of a 1-DoF joint: a/2 ((q - q0)/dt - v0)^2 with v0 the joint's stage-start velocity.
+* Viscous joint friction: mu_v/(2 dt) (q - q0)^2 (the dissipation potential's incremental form).
+* Dry joint friction: mu0 dt phi(|v|), v = (q - q0)/dt, mu0 = coulomb + stiction_extra, phi the documented
+  smoothed ramp (cubic below falloff_vel, then linear with an optional Gaussian Stribeck decay).
+* Soft limits: k/2 g^2 with g = max(q - upper, 0) + max(lower - q, 0) per DoF, plus d/(2 dt) (g(q) - g(q0))^2.
+* Single-DoF target drives: k/2 (q - target)^2 + d/(2 dt) ((q - target) - (q0 - target0))^2.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import special
+
+from .. import lie
+from ..potentials.inertia import project_psd_3x3
+from .kinematics import link_jacobians
+from .params import ArticulatedJointType as JT
+
+
+@dataclass
+class Drive:
+    """A single-DoF target drive on DoF ``dof`` (saturation is not modelled: the constraint's saturation < 0)."""
+
+    dof: int
+    target: float
+    stiffness: float
+    damping: float
+    target_old: float | None = None  # the target at the stage start; None -> same as target
+
+
+@dataclass
+class StageData:
+    """What a stage holds fixed: its length, the stage-start pose, link predictors, joint velocities, loads."""
+
+    dt: float
+    q0: np.ndarray  # (W, D)
+    link_pred_com: np.ndarray  # (W, L, 3)
+    link_pred_rot: np.ndarray  # (W, L, 3, 3), generally not a rotation
+    joint_velocity0: np.ndarray  # (W, D)
+    gravity: np.ndarray  # (W, 3)
+    drives: list = field(default_factory=list)
+    psd: bool = True  # project indefinite link rotation blocks (Newton); False gives the exact blocks (tests)
+
+
+def link_terms_cartesian(model, com, rot, stage: StageData):
+    """Per-link energy (W,), gradient (W, L, 6) and Hessian (W, L, 6, 6) in (dc, dtheta), the rigid formulas."""
+    dt2 = stage.dt * stage.dt
+    stiffness = model.mass / dt2  # (L,)
+    diff = com - stage.link_pred_com
+    energy = 0.5 * np.einsum("l,wli,wli->w", stiffness, diff, diff)
+    weight = model.mass * model.has_gravity  # (L,)
+    energy = energy - np.einsum("l,wi,wli->w", weight, stage.gravity, com)
+    grad = np.zeros(com.shape[:2] + (6,))
+    grad[..., :3] = stiffness[None, :, None] * diff - weight[None, :, None] * stage.gravity[:, None, :]
+    # Rotation: Phi = 1/2 tr((R - R~) W (R - R~)^T) = const - tr(A), A = R W R~^T, W = J/dt^2 (inertia.py).
+    w_mat = model.second_moment / dt2
+    pred = stage.link_pred_rot
+    big_a = rot @ w_mat @ np.swapaxes(pred, -1, -2)
+    const = 0.5 * np.trace(w_mat, axis1=-2, axis2=-1) + 0.5 * np.einsum("wlij,ljk,wlik->wl", pred, w_mat, pred)
+    energy = energy + np.sum(const - np.trace(big_a, axis1=-2, axis2=-1), axis=1)
+    grad[..., 3:] = 2.0 * lie.axial(big_a)
+    hess = np.zeros(com.shape[:2] + (6, 6))
+    hess[..., 0, 0] = hess[..., 1, 1] = hess[..., 2, 2] = stiffness
+    m = -big_a
+    rot_h = lie.sym(m) - np.trace(m, axis1=-2, axis2=-1)[..., None, None] * np.eye(3)
+    hess[..., 3:, 3:] = project_psd_3x3(rot_h) if stage.psd else rot_h
+    return energy, grad, hess
+
+
+def link_terms(model, q, stage: StageData):
+    """Links' inertia and gravity pulled back to joint coordinates: J^T g and J^T H J."""
+    rot, _, com, jac = link_jacobians(model, q)
+    energy, g6, h6 = link_terms_cartesian(model, com, rot, stage)
+    grad = np.einsum("wlkd,wlk->wd", jac, g6)
+    hess = np.einsum("wlkd,wlkm,wlme->wde", jac, h6, jac)
+    return energy, grad, hess
+
+
+def _one_dof_joints(model):
+    """(joint, DoF) of each REVOLUTE / PRISMATIC joint."""
+    return [(i, info.offset) for i, (t, info) in enumerate(zip(model.joint_type, model.dof_info))
+            if t in (JT.REVOLUTE, JT.PRISMATIC)]
+
+
+def _zeros(q):
+    num_worlds, num_dofs = q.shape
+    return np.zeros(num_worlds), np.zeros((num_worlds, num_dofs)), np.zeros((num_worlds, num_dofs, num_dofs))
+
+
+def rotor_inertia(model, q, stage: StageData):
+    energy, grad, hess = _zeros(q)
+    for j, d in _one_dof_joints(model):
+        a = model.rotor_inertia[j]
+        if a == 0.0:
+            continue
+        dv = (q[:, d] - stage.q0[:, d]) / stage.dt - stage.joint_velocity0[:, d]
+        energy += 0.5 * a * dv * dv
+        grad[:, d] += a * dv / stage.dt
+        hess[:, d, d] += a / stage.dt**2
+    return energy, grad, hess
+
+
+def viscous_friction(model, q, stage: StageData):
+    energy, grad, hess = _zeros(q)
+    for j, d in _one_dof_joints(model):
+        mu = model.friction[j].viscous
+        if mu == 0.0:
+            continue
+        dq = q[:, d] - stage.q0[:, d]
+        energy += 0.5 * mu / stage.dt * dq * dq
+        grad[:, d] += mu / stage.dt * dq
+        hess[:, d, d] += mu / stage.dt
+    return energy, grad, hess
+
+
+def dry_friction_ramp(x, falloff, ratio, stribeck):
+    """phi(x), phi'(x), phi''(x) and phi'(x)/x (finite at 0) of the documented dry-friction ramp, x = |v| >= 0."""
+    x = np.asarray(x, dtype=np.float64)
+    low = x < falloff
+    u = np.maximum(x - falloff, 0.0)
+    if stribeck > 0.0:
+        gauss = np.exp(-(u / stribeck) ** 2)
+        erf = special.erf(u / stribeck)
+        hi_phi = 2 * falloff / 3 + ratio * u + (1 - ratio) * stribeck * math.sqrt(math.pi) / 2 * erf
+        hi_d1 = ratio + (1 - ratio) * gauss
+        hi_d2 = -(1 - ratio) * 2 * u / stribeck**2 * gauss
+    else:
+        hi_phi, hi_d1, hi_d2 = 2 * falloff / 3 + ratio * u, np.ones_like(x) * ratio, np.zeros_like(x)
+    phi = np.where(low, x * x / falloff * (1 - x / (3 * falloff)), hi_phi)
+    d1 = np.where(low, 2 * x / falloff - x * x / falloff**2, hi_d1)
+    d2 = np.where(low, 2 / falloff - 2 * x / falloff**2, hi_d2)
+    d1_over_x = np.where(low, 2 / falloff - x / falloff**2, hi_d1 / np.where(low, 1.0, x))
+    return phi, d1, d2, d1_over_x
+
+
+def dry_friction(model, q, stage: StageData, hessian: str = "fitted"):
+    """mu0 dt phi(|v|); ``hessian`` "fitted" (mu0 phi'(x)/x / dt, never negative, the engine's default for Newton)
+    or "exact" (mu0 phi''(x) / dt, for derivative checks)."""
+    energy, grad, hess = _zeros(q)
+    for j, d in _one_dof_joints(model):
+        f = model.friction[j]
+        mu0 = f.coulomb + f.stiction_extra
+        if mu0 == 0.0:
+            continue
+        v = (q[:, d] - stage.q0[:, d]) / stage.dt
+        phi, d1, d2, d1_over_x = dry_friction_ramp(np.abs(v), f.falloff_vel, f.coulomb / mu0, f.stribeck_vel)
+        energy += mu0 * stage.dt * phi
+        grad[:, d] += mu0 * d1_over_x * v
+        hess[:, d, d] += mu0 * (d1_over_x if hessian == "fitted" else d2) / stage.dt
+    return energy, grad, hess
+
+
+def _limit_gap(model, q):
+    """g = max(q - upper, 0) + max(lower - q, 0) and dg/dq per DoF (W, D)."""
+    above = q > model.dof_upper
+    below = q < model.dof_lower
+    gap = np.where(above, q - model.dof_upper, 0.0) + np.where(below, model.dof_lower - q, 0.0)
+    slope = above.astype(np.float64) - below.astype(np.float64)
+    return gap, slope
+
+
+def soft_limits(model, q, stage: StageData):
+    energy, grad, hess = _zeros(q)
+    if not np.any(np.isfinite(model.dof_lower) | np.isfinite(model.dof_upper)):
+        return energy, grad, hess
+    gap, slope = _limit_gap(model, q)
+    gap0, _ = _limit_gap(model, stage.q0)
+    k, d = model.dof_limit_stiffness, model.dof_limit_damping / stage.dt
+    dgap = gap - gap0
+    energy += np.sum(0.5 * k * gap * gap + 0.5 * d * dgap * dgap, axis=1)
+    grad += (k * gap + d * dgap) * slope
+    idx = np.arange(q.shape[1])
+    hess[:, idx, idx] += (k + d) * slope * slope
+    return energy, grad, hess
+
+
+def drives(model, q, stage: StageData):
+    energy, grad, hess = _zeros(q)
+    for dr in stage.drives:
+        target_old = dr.target if dr.target_old is None else dr.target_old
+        g = q[:, dr.dof] - dr.target
+        dg = g - (stage.q0[:, dr.dof] - target_old)
+        c = dr.damping / stage.dt
+        energy += 0.5 * dr.stiffness * g * g + 0.5 * c * dg * dg
+        grad[:, dr.dof] += dr.stiffness * g + c * dg
+        hess[:, dr.dof, dr.dof] += dr.stiffness + c
+    return energy, grad, hess
+
+
+TERMS = (link_terms, rotor_inertia, viscous_friction, dry_friction, soft_limits, drives)
+
+
+def total(model, q, stage: StageData):
+    """Sum of every term (the stage objective, its gradient and the Newton matrix)."""
+    energy, grad, hess = _zeros(q)
+    for term in TERMS:
+        e, g, h = term(model, q, stage)
+        energy, grad, hess = energy + e, grad + g, hess + h
+    return energy, grad, hess

@@ -1,0 +1,116 @@
+"""A backward-Euler Newton step over joint coordinates for articulated-only scenes: the oracle the compiled path
+will be held to, and what the fidelity tests run against the released engine's trajectories.
+
+State per world: the pose q, the joint velocities, and each link's rigid velocity state (v, F = skew(w) + S), which
+the engine keeps per link: after a step v = (c - c0)/dt and F = (R - R0)/dt R^T (finite differences of the link, as
+for a rigid actor), so the next stage's link predictor is 2 X - X_prev. Initial joint velocities give link
+velocities J qdot with S chosen so that the rotation predictor is a rotation (sim/pipeline.velocity_sym_for_spin).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import lie
+from ..params import DEFAULT_GRAVITY
+from ..pipeline import velocity_sym_for_spin
+from ..validation import as_int, bounded_real, real_array
+from .energy import Drive, StageData, total
+from .kinematics import add_delta, forward_kinematics, link_jacobians, pose_delta
+from .model import ArticulationModel
+
+# Armijo constant of the backtracking line search (sufficient decrease of the stage energy).
+_ARMIJO = 1e-4
+
+
+class ArticulatedOracle:
+    """One articulation in W worlds, stepped in numpy (whole-array over worlds)."""
+
+    def __init__(self, model: ArticulationModel, num_worlds: int = 1, gravity=DEFAULT_GRAVITY):
+        self.model = model
+        self.num_worlds = as_int(num_worlds, "num_worlds", 1, 1 << 20)
+        self.gravity = np.broadcast_to(real_array(gravity, "gravity"), (self.num_worlds, 3)).copy()
+        self.q = np.zeros((self.num_worlds, model.num_dofs))
+        self.drives: list[Drive] = []
+        self.joint_velocity = np.broadcast_to(model.joint_velocities, self.q.shape).copy()
+        self._velocities_from_joints()
+        self.last_iterations = np.zeros(self.num_worlds, dtype=np.int64)
+
+    def _velocities_from_joints(self) -> None:
+        rot, _, _, jac = link_jacobians(self.model, self.q)
+        self.link_velocity = np.einsum("wlkd,wd->wlk", jac[:, :, :3], self.joint_velocity)
+        self.link_omega = np.einsum("wlkd,wd->wlk", jac[:, :, 3:], self.joint_velocity)
+        self._spin_dirty = True  # S is set once the step length is known, as the engine does
+
+    def set_pose(self, q) -> None:
+        """Set the pose of every world (the link velocity state is kept, as the engine keeps it)."""
+        q = np.broadcast_to(real_array(q, "pose"), self.q.shape)
+        if not np.all(np.isfinite(q)):
+            raise ValueError("pose must be finite")
+        self.q = q.copy()
+
+    def add_single_dof_target(self, joint_index: int, dof_index: int, target_value: float,
+                              stiffness: float = 1e6, damping: float = 0.0) -> Drive:
+        m = self.model
+        j = as_int(joint_index, "joint_index", 0, m.num_links - 1)
+        info = m.dof_info[j]
+        k = as_int(dof_index, "dof_index", 0, max(info.get_size() - 1, 0))
+        if info.get_size() == 0:
+            raise ValueError(f"joint {j} ({m.joint_names[j]!r}) has no DoFs to drive")
+        drive = Drive(dof=info.offset + k, target=bounded_real(target_value, "target_value", -np.inf, np.inf),
+                      stiffness=bounded_real(stiffness, "stiffness", 0.0, np.inf),
+                      damping=bounded_real(damping, "damping", 0.0, np.inf))
+        self.drives.append(drive)
+        return drive
+
+    def link_transforms(self):
+        """World rotation (W, L, 3, 3) and origin (W, L, 3) of every link frame."""
+        rot, origin, _ = forward_kinematics(self.model, self.q)
+        return rot, origin
+
+    def step(self, dt: float, abs_tol: float = 1e-9, step_tol: float = 1e-14, max_iter: int = 100) -> None:
+        """One backward-Euler step: minimize the stage energy over q by Newton with a backtracking line search.
+
+        A world stops once its largest gradient entry is <= ``abs_tol`` or its Newton step moved no DoF by more than
+        ``step_tol`` (the gradient's round-off floor grows with m/dt^2, so a fixed gradient bound alone can stall)."""
+        dt = bounded_real(dt, "dt", 0.0, np.inf, low_open=True)
+        m = self.model
+        q0 = self.q.copy()
+        rot0, _, com0 = forward_kinematics(m, q0)
+        if self._spin_dirty:
+            spin = velocity_sym_for_spin(self.link_omega, dt)
+            self.link_f = lie.skew(self.link_omega) + spin
+            self._spin_dirty = False
+        stage = StageData(dt=dt, q0=q0, link_pred_com=com0 + dt * self.link_velocity,
+                          link_pred_rot=rot0 + dt * (self.link_f @ rot0), joint_velocity0=self.joint_velocity,
+                          gravity=self.gravity, drives=self.drives)
+        q = q0.copy()
+        active = np.ones(self.num_worlds, dtype=bool)
+        iterations = np.zeros(self.num_worlds, dtype=np.int64)
+        for _ in range(max_iter):
+            energy, grad, hess = total(m, q, stage)
+            active &= np.max(np.abs(grad), axis=1) > abs_tol
+            if not np.any(active):
+                break
+            direction = -np.linalg.solve(hess, grad[..., None])[..., 0]
+            slope = np.einsum("wd,wd->w", grad, direction)
+            alpha = np.where(active, 1.0, 0.0)
+            trial = add_delta(m, q, alpha[:, None] * direction)
+            for _ls in range(30):
+                e_trial = total(m, trial, stage)[0]
+                bad = active & (e_trial > energy + _ARMIJO * alpha * slope) & (alpha > 1e-12)
+                if not np.any(bad):
+                    break
+                alpha = np.where(bad, 0.5 * alpha, alpha)
+                trial = add_delta(m, q, alpha[:, None] * direction)
+            iterations += active
+            moved = np.max(np.abs(alpha[:, None] * direction), axis=1)
+            q = np.where(active[:, None], trial, q)
+            active &= moved > step_tol
+        self.last_iterations = iterations
+        rot1, _, com1 = forward_kinematics(m, q)
+        self.link_velocity = (com1 - com0) / dt
+        self.link_f = (rot1 - rot0) / dt @ np.swapaxes(rot1, -1, -2)
+        self.link_omega = lie.axial(self.link_f)
+        self.joint_velocity = pose_delta(m, q0, q) / dt
+        self.q = q

@@ -1,0 +1,169 @@
+"""Every term of the articulated stage energy (sim/articulated/energy.py): gradients against central differences
+of the energy along Lie increments, Hessians against central differences of the gradient."""
+
+import numpy as np
+import pytest
+
+import superdex_gym.sim as mochi
+from superdex_gym.sim import articulated as art
+from superdex_gym.sim import lie
+from superdex_gym.sim.articulated import energy, kinematics as kin
+
+JT = art.ArticulatedJointType
+SHAPE = mochi.create_box_mesh_shape([0.05, 0.2, 0.05])
+FR = art.ArticulatedJointFrictionParams
+
+
+def model():
+    """Spherical, prismatic (limited, frictional), two revolutes (rotor inertia, Stribeck friction)."""
+    p = art.ArticulatedActorParams(name="m", world_from_root=mochi.TransformRT(translation=[0, 2, 0]))
+    p.joints = [
+        art.ArticulatedJointParams(type=JT.SPHERICAL),
+        art.ArticulatedJointParams(type=JT.PRISMATIC, axis=[1, 0.5, 0], min_limit=[-0.1, -0.05, 0],
+                                   max_limit=[0.1, 0.05, 0], friction=FR(viscous=0.5, coulomb=0.2),
+                                   parent_link_from_joint=mochi.TransformRT(translation=[0, -0.3, 0.1])),
+        art.ArticulatedJointParams(type=JT.REVOLUTE, axis=[0, 0, 1], inertia=0.02, limit_damping=3.0,
+                                   min_limit=[0, 0, -0.2], max_limit=[0, 0, 0.2],
+                                   friction=FR(coulomb=0.1, stiction_extra=0.05, stribeck_vel=0.01),
+                                   parent_link_from_joint=mochi.TransformRT(translation=[0.1, -0.3, 0])),
+        art.ArticulatedJointParams(type=JT.REVOLUTE, axis=[1, 0, 1],
+                                   parent_link_from_joint=mochi.TransformRT(translation=[0, -0.3, 0])),
+    ]
+    p.links = [art.ArticulatedLinkParams(parent_link=i - 1, shape=SHAPE, density=1000.0,
+                                         center_of_mass=(0.01, 0.02, -0.01),
+                                         moment_of_inertia=(0.05, 0.001, 0, 0.006, 0.0005, 0.05),
+                                         parent_joint_from_link=mochi.TransformRT(translation=[0, -0.2, 0]))
+               for i in range(4)]
+    return art.build_model(p)
+
+
+def stage(m, rng, num_worlds=2):
+    q0 = rng.uniform(-0.3, 0.3, (num_worlds, m.num_dofs))
+    rot0, _, com0 = kin.forward_kinematics(m, q0)
+    spin = lie.skew(rng.normal(size=(num_worlds, m.num_links, 3))) + 0.1 * lie.sym(
+        rng.normal(size=(num_worlds, m.num_links, 3, 3)))
+    dt = 0.01
+    return energy.StageData(
+        dt=dt, q0=q0, link_pred_com=com0 + dt * rng.normal(size=com0.shape), link_pred_rot=rot0 + dt * spin @ rot0,
+        joint_velocity0=rng.normal(size=q0.shape), gravity=np.tile([0.0, -9.8, 0.0], (num_worlds, 1)),
+        drives=[energy.Drive(dof=3, target=0.2, stiffness=300.0, damping=4.0, target_old=0.1)], psd=False)
+
+
+TERMS = [energy.rotor_inertia, energy.viscous_friction, energy.soft_limits, energy.drives,
+         lambda m, q, s: energy.dry_friction(m, q, s, hessian="exact")]
+
+
+def _fd_gradient(term, m, q, s, eps):
+    out = np.zeros_like(q)
+    for d in range(q.shape[1]):
+        e = np.zeros_like(q)
+        e[:, d] = eps
+        out[:, d] = (term(m, kin.add_delta(m, q, e), s)[0] - term(m, kin.add_delta(m, q, -e), s)[0]) / (2 * eps)
+    return out
+
+
+def _away_from_kinks(m, q, s):
+    """Move scalar DoFs off the limits' and the friction ramp's switching points, where the second derivative jumps."""
+    dt = s.dt
+    q = q.copy()
+    for d in range(m.num_dofs):
+        for edge in (m.dof_lower[d], m.dof_upper[d], s.q0[0, d], s.q0[0, d] + dt * 0.001, s.q0[0, d] - dt * 0.001):
+            near = np.abs(q[:, d] - edge) < 1e-4
+            q[near, d] += 3e-4
+    return q
+
+
+@pytest.mark.parametrize("term", TERMS, ids=["rotor", "viscous", "limits", "drive", "dry"])
+def test_joint_term_gradient_and_hessian_match_central_differences(term):
+    m = model()
+    rng = np.random.default_rng(7)
+    s = stage(m, rng)
+    for scale in (0.0005, 0.3):  # inside the friction ramp's cubic zone and beyond it; inside and past the limits
+        q = _away_from_kinks(m, s.q0 + rng.uniform(-scale, scale, s.q0.shape), s)
+        e, g, h = term(m, q, s)
+        assert np.abs(_fd_gradient(term, m, q, s, 1e-7) - g).max() <= 1e-6 * max(1.0, np.abs(g).max())
+        eps = 1e-7
+        for d in range(m.num_dofs):
+            if m.joint_type[m.dof_joint[d]] == JT.SPHERICAL:
+                continue  # joint terms act on scalar DoFs only
+            ed = np.zeros_like(q)
+            ed[:, d] = eps
+            col = (term(m, q + ed, s)[1] - term(m, q - ed, s)[1]) / (2 * eps)
+            assert np.abs(col - h[:, :, d]).max() <= 1e-5 * max(1.0, np.abs(h).max()), d
+
+
+def test_link_terms_cartesian_gradient_and_hessian_match_central_differences():
+    """The rigid formulas per link in (dc, dtheta), exact (not projected) Hessian blocks."""
+    m = model()
+    rng = np.random.default_rng(3)
+    s = stage(m, rng)
+    rot, _, com = kin.forward_kinematics(m, s.q0 + 0.05)
+    e, g, h = energy.link_terms_cartesian(m, com, rot, s)
+    eps = 1e-6
+
+    def perturbed(k, sign):
+        c, r = com.copy(), rot.copy()
+        if k < 3:
+            c[..., k] += sign * eps
+        else:
+            r = lie.exp_so3(sign * eps * np.eye(3)[k - 3]) @ r
+        return c, r
+
+    for link in range(m.num_links):
+        for k in range(6):
+            sel = np.zeros(m.num_links, dtype=bool)
+            sel[link] = True
+            cp, rp = perturbed(k, +1)
+            cm, rm = perturbed(k, -1)
+            cp, rp = np.where(sel[:, None], cp, com), np.where(sel[:, None, None], rp, rot)
+            cm, rm = np.where(sel[:, None], cm, com), np.where(sel[:, None, None], rm, rot)
+            ep, gp, _ = energy.link_terms_cartesian(m, cp, rp, s)
+            em, gm, _ = energy.link_terms_cartesian(m, cm, rm, s)
+            assert np.abs((ep - em) / (2 * eps) - g[:, link, k]).max() <= 1e-6 * np.abs(g).max()
+            col = (gp[:, link] - gm[:, link]) / (2 * eps)
+            assert np.abs(col[:, :3] - h[:, link, :3, k]).max() <= 1e-5 * np.abs(h).max()
+        # Rotation block: the second derivative along exp(s u) R is u^T H u for any direction u.
+        for u in rng.normal(size=(4, 3)):
+            step = 1e-4
+            vals = []
+            for sgn in (1, 0, -1):
+                r = rot.copy()
+                r[:, link] = lie.exp_so3(sgn * step * u) @ rot[:, link]
+                vals.append(energy.link_terms_cartesian(m, com, r, s)[0])
+            second = (vals[0] - 2 * vals[1] + vals[2]) / step**2
+            want = np.einsum("i,wij,j->w", u, h[:, link, 3:, 3:], u)
+            assert np.abs(second - want).max() <= 1e-4 * max(1.0, np.abs(want).max())
+
+
+def test_pulled_back_link_gradient_matches_central_differences():
+    m = model()
+    rng = np.random.default_rng(5)
+    s = stage(m, rng)
+    q = s.q0 + rng.uniform(-0.1, 0.1, s.q0.shape)
+    _, g, h = energy.link_terms(m, q, s)
+    fd = _fd_gradient(energy.link_terms, m, q, s, 1e-6)
+    assert np.abs(fd - g).max() <= 1e-6 * np.abs(g).max()
+    assert np.allclose(h, np.swapaxes(h, -1, -2), rtol=0, atol=1e-9 * np.abs(h).max())
+
+
+def test_dry_friction_ramp_is_the_documented_one():
+    vf, vs, r = 1e-3, 0.01, 0.6
+    x = np.array([0.0, 0.5e-3, vf, 2e-3, 1.0])
+    phi, d1, _, d1x = energy.dry_friction_ramp(x, vf, r, vs)
+    assert phi[0] == 0 and phi[2] == pytest.approx(2 * vf / 3) and d1[2] == pytest.approx(1.0)
+    assert d1[-1] == pytest.approx(r, abs=1e-12)  # far above the Stribeck width: the dynamic ratio
+    assert d1x[0] == 2 / vf
+
+
+def test_worlds_together_equal_each_alone_bit_for_bit():
+    m = model()
+    s = stage(m, np.random.default_rng(9), num_worlds=3)
+    q = s.q0 + 0.01
+    together = energy.total(m, q, s)
+    for w in range(3):
+        sw = energy.StageData(dt=s.dt, q0=s.q0[w:w + 1], link_pred_com=s.link_pred_com[w:w + 1],
+                              link_pred_rot=s.link_pred_rot[w:w + 1], joint_velocity0=s.joint_velocity0[w:w + 1],
+                              gravity=s.gravity[w:w + 1], drives=s.drives, psd=False)
+        alone = energy.total(m, q[w:w + 1], sw)
+        for a, b in zip(together, alone):
+            assert np.array_equal(a[w:w + 1], b)

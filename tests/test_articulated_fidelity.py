@@ -1,0 +1,93 @@
+"""The numpy oracle of articulated actors (sim/articulated/oracle.py) against the released engine's fp64 joint
+trajectories at tight solver tolerances (reference_data/articulated_runs.json, made by
+tools/reference_runs/articulated_runs.py; its header says how). No contact, so the issue's target is 1e-6.
+
+Measured here: the first step agrees to ~1e-12 and the 100-step trajectories to ~3e-7 (hanging chain) and ~2e-7
+(mixed); the gap grows along the trajectory (both engines stop their Newton at ~1e-12 relative residuals and the
+swinging chain amplifies those differences), so the bounds below are the target, not the step-1 agreement.
+"""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import superdex_gym.sim as mochi
+from superdex_gym.sim import articulated as art
+from superdex_gym.sim.articulated.oracle import ArticulatedOracle
+
+RUNS = json.loads((Path(__file__).parent / "reference_data" / "articulated_runs.json").read_text())
+JT = art.ArticulatedJointType
+FR = art.ArticulatedJointFrictionParams
+SHAPE = mochi.create_box_mesh_shape(RUNS["link_half_extents"])
+TARGET = 1e-6  # issue 33: joint trajectories within 1e-6 without contact
+FIRST_STEP = 1e-10  # one converged step: only the two solvers' stopping points differ
+
+
+def _link(i):
+    return art.ArticulatedLinkParams(parent_link=i - 1, shape=SHAPE, density=RUNS["density"],
+                                     parent_joint_from_link=mochi.TransformRT(translation=[0, -0.2, 0]))
+
+
+def _below(i):
+    return mochi.TransformRT(translation=[0, -0.2 if i else 0, 0])
+
+
+def hanging_chain():
+    p = art.ArticulatedActorParams(name="chain", world_from_root=mochi.TransformRT(translation=[0, 2, 0]))
+    p.joints = [art.ArticulatedJointParams(type=JT.REVOLUTE, axis=[0, 0, 1], parent_link_from_joint=_below(i))
+                for i in range(3)]
+    p.links = [_link(i) for i in range(3)]
+    return ArticulatedOracle(art.build_model(p))
+
+
+def mixed():
+    p = art.ArticulatedActorParams(name="mixed", world_from_root=mochi.TransformRT(translation=[0, 2, 0]))
+    p.joints = [
+        art.ArticulatedJointParams(type=JT.PRISMATIC, axis=[1, 0, 0], friction=FR(viscous=0.5, coulomb=0.2)),
+        art.ArticulatedJointParams(type=JT.REVOLUTE, axis=[0, 0, 1], parent_link_from_joint=_below(1),
+                                   min_limit=[0, 0, -0.3], max_limit=[0, 0, 0.3], friction=FR(viscous=0.05, coulomb=0.02)),
+        art.ArticulatedJointParams(type=JT.REVOLUTE, axis=[0, 0, 1], inertia=0.01, parent_link_from_joint=_below(2)),
+    ]
+    p.links = [_link(i) for i in range(3)]
+    oracle = ArticulatedOracle(art.build_model(p))
+    d = RUNS["mixed"]["drive"]
+    oracle.add_single_dof_target(d["joint_index"], d["dof_index"], d["target_value"], d["stiffness"], d["damping"])
+    return oracle
+
+
+@pytest.mark.parametrize("scene", ["hanging_chain", "mixed"])
+def test_joint_trajectory_matches_the_released_engine(scene):
+    run = RUNS[scene]
+    oracle = hanging_chain() if scene == "hanging_chain" else mixed()
+    for link, ref in zip(range(oracle.model.num_links), run["links"]):
+        assert oracle.model.mass[link] == pytest.approx(ref["mass"], rel=1e-14)
+    oracle.set_pose(run["q0"])
+    pose_err, vel_err = [], []
+    for k in range(run["steps"]):
+        oracle.step(run["dt"])
+        pose_err.append(np.abs(oracle.q[0] - run["pose"][k]).max())
+        vel_err.append(np.abs(oracle.joint_velocity[0] - run["joint_velocities"][k]).max())
+    assert pose_err[0] < FIRST_STEP
+    assert max(pose_err) < TARGET, max(pose_err)
+    # velocities are pose differences over dt, so their gap is the pose gap times 1/dt at most
+    assert max(vel_err) < 2 * TARGET / run["dt"], max(vel_err)
+    # the limit is exercised: the soft limit (stiffness 100) is violated in the reference run
+    if scene == "mixed":
+        assert max(p[1] for p in run["pose"]) > 0.3
+
+
+def test_two_worlds_stepped_together_equal_each_alone():
+    together = hanging_chain()
+    together.__init__(together.model, num_worlds=2)
+    starts = np.array([RUNS["hanging_chain"]["q0"], [0.1, 0.2, -0.3]])
+    together.set_pose(starts)
+    for _ in range(3):
+        together.step(0.01)
+    for w in range(2):
+        alone = hanging_chain()
+        alone.set_pose(starts[w])
+        for _ in range(3):
+            alone.step(0.01)
+        assert np.array_equal(alone.q[0], together.q[w])

@@ -1,0 +1,114 @@
+"""Joint trajectories of articulated actors from the released engine (documentation only).
+
+Run with the reference engine's venv (see tests/reference_data/README.md), fp64 build:
+
+    SUPERDEX_PRECISION=fp64 PYTHONPATH=/work/ref312-fp64 /work/ref312/bin/python \
+        tools/reference_runs/articulated_runs.py > tests/reference_data/articulated_runs.json
+
+Scenes (links are boxes of half extents LINK_HALF, density 1000, centred on their link frame; gravity default;
+BACKWARD_EULER; dt = DT; "tight" solver = abs_tol = rel_tol = 1e-12, max_iter 100):
+
+* ``hanging_chain``: 3 revolute joints about z, root at (0, 2, 0), each joint 0.4 m below the previous link's
+  joint, link frame 0.2 m below its joint; started from pose Q0_CHAIN at rest; STEPS steps.
+* ``mixed``: prismatic rail along x (drive: single-DoF target constraint to 0.3 m, stiffness 200, damping 5;
+  joint friction viscous 0.5, coulomb 0.2), then a revolute about z with a limit [-0.3, 0.3] rad (stiffness 100,
+  damping 0) and joint friction (viscous 0.05, coulomb 0.02), then a revolute about z with rotor inertia 0.01;
+  started from Q0_MIXED at rest.
+
+Each records ``pose`` and ``joint_velocities`` after every step, the solver stats, and each link's mass, CoM
+(link frame) and Real6 moment of inertia.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+
+from _common import box_mesh, init, mesh_shape, precision, reals, solver_params, solver_stats, vec
+
+sdp = init()
+JT = sdp.ArticulatedJointType
+LINK_HALF = (0.05, 0.2, 0.05)
+DT = 0.01
+STEPS = 100
+Q0_CHAIN = [0.5, -0.3, 0.2]
+Q0_MIXED = [0.05, 0.2, -0.4]
+TIGHT = {"abs_tol": 1e-12, "rel_tol": 1e-12, "max_iter": 100}
+
+
+def link(shape, parent):
+    return sdp.ArticulatedLinkParams(parent_link=parent, shape=shape, density=1000.0,
+                                     parent_joint_from_link=sdp.TransformRT(translation=[0, -0.2, 0]))
+
+
+def run(scene, actor, q0, steps) -> dict:
+    n = actor.get_num_dofs()
+    actor.set_articulated_pose_from_joints(reals(q0))
+    pose, vel = reals(np.zeros(n)), reals(np.zeros(n))
+    poses, vels, stats = [], [], []
+    for _ in range(steps):
+        scene.step(DT)
+        actor.get_articulated_pose(pose)
+        actor.get_articulated_joint_velocities(vel)
+        poses.append(pose.tolist())
+        vels.append(vel.tolist())
+        stats.append(solver_stats(scene))
+    links = []
+    for h in actor.get_nested_link_actors():
+        lk = scene.get_actor(h)
+        links.append({"mass": lk.get_mass(), "com_local": vec(lk.get_rigid_center_of_mass_local()),
+                      "moment_of_inertia_real6": vec(lk.get_rigid_moment_of_inertia_local())})
+    return {"q0": list(q0), "dt": DT, "steps": steps, "pose": poses, "joint_velocities": vels, "stats": stats,
+            "links": links, "max_newton_iters": max(s["max_non_linear_iters"] for s in stats)}
+
+
+def hanging_chain(shape) -> dict:
+    scene = sdp.create_scene("chain")
+    scene.set_solver_params(solver_params(sdp.IntegrationMethod.BACKWARD_EULER, **TIGHT))
+    p = sdp.ArticulatedActorParams(name="chain", world_from_root=sdp.TransformRT(translation=[0, 2, 0]))
+    p.joints = [sdp.ArticulatedJointParams(type=JT.REVOLUTE, axis=[0, 0, 1],
+                                           parent_link_from_joint=sdp.TransformRT(translation=[0, -0.2 if i else 0, 0]))
+                for i in range(3)]
+    p.links = [link(shape, i - 1) for i in range(3)]
+    return run(scene, scene.create_articulated_actor(p), Q0_CHAIN, STEPS)
+
+
+def mixed(shape) -> dict:
+    scene = sdp.create_scene("mixed")
+    scene.set_solver_params(solver_params(sdp.IntegrationMethod.BACKWARD_EULER, **TIGHT))
+    p = sdp.ArticulatedActorParams(name="mixed", world_from_root=sdp.TransformRT(translation=[0, 2, 0]))
+    fr = sdp.ArticulatedJointFrictionParams
+    p.joints = [
+        sdp.ArticulatedJointParams(type=JT.PRISMATIC, axis=[1, 0, 0], friction=fr(viscous=0.5, coulomb=0.2)),
+        sdp.ArticulatedJointParams(type=JT.REVOLUTE, axis=[0, 0, 1],
+                                   parent_link_from_joint=sdp.TransformRT(translation=[0, -0.2, 0]),
+                                   min_limit=[0, 0, -0.3], max_limit=[0, 0, 0.3],
+                                   friction=fr(viscous=0.05, coulomb=0.02)),
+        sdp.ArticulatedJointParams(type=JT.REVOLUTE, axis=[0, 0, 1], inertia=0.01,
+                                   parent_link_from_joint=sdp.TransformRT(translation=[0, -0.2, 0])),
+    ]
+    p.links = [link(shape, i - 1) for i in range(3)]
+    actor = scene.create_articulated_actor(p)
+    drive = sdp.ArticulatedSingleDofTargetConstraintParams(actor=actor.get_handle(), joint_index=0, dof_index=0,
+                                                           target_value=0.3, stiffness=200.0, damping=5.0)
+    scene.create_articulated_single_dof_target_constraint(drive)
+    out = run(scene, actor, Q0_MIXED, STEPS)
+    out["drive"] = {"joint_index": 0, "dof_index": 0, "target_value": 0.3, "stiffness": 200.0, "damping": 5.0}
+    return out
+
+
+def main() -> None:
+    shape = mesh_shape(*box_mesh(LINK_HALF))
+    out = {"build": precision(), "script": "tools/reference_runs/articulated_runs.py",
+           "how": "superdex-physics(-fp64)==1.0.1, Python 3.12.1, initialize(num_worker_threads=0); BACKWARD_EULER, "
+                  "abs_tol = rel_tol = 1e-12, max_iter 100; pose and joint velocities after every step",
+           "link_half_extents": list(LINK_HALF), "density": 1000.0,
+           "hanging_chain": hanging_chain(shape), "mixed": mixed(shape)}
+    json.dump(out, sys.stdout)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()
