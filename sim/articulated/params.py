@@ -155,46 +155,37 @@ class ArticulatedShapeInfo:
 
 
 @dataclass
-class ArticulatedSingleDofTargetConstraintParams:
-    """A drive on one DoF: U = k/2 (q - target)^2 plus damping d/(2 dt) (dg)^2 (constraint formulation)."""
+class _ArticulatedConstraintParams:
+    """The fields every articulated constraint shares, in the reference's order (constraint formulation)."""
 
     stiffness: float = 1e6
     damping: float = 0.0
     saturation: float = -1.0  # < 0: off
     actor: object = None  # the articulated actor (or its handle)
     joint_index: int = 0
+
+
+@dataclass
+class ArticulatedSingleDofTargetConstraintParams(_ArticulatedConstraintParams):
+    """A drive on one DoF: U = k/2 (q - target)^2 plus damping d/(2 dt) (dg)^2."""
+
     dof_index: int = 0  # within the joint
     target_value: float = 0.0
 
 
 @dataclass
-class ArticulatedSingleDofRangeConstraintParams:
-    stiffness: float = 1e6
-    damping: float = 0.0
-    saturation: float = -1.0
-    actor: object = None
-    joint_index: int = 0
+class ArticulatedSingleDofRangeConstraintParams(_ArticulatedConstraintParams):
     dof_index: int = 0
     min_value: float = 0.0
     max_value: float = 0.0
 
 
 @dataclass
-class Articulated3dRotationTargetConstraintParams:
-    stiffness: float = 1e6
-    damping: float = 0.0
-    saturation: float = -1.0
-    actor: object = None
-    joint_index: int = 0
+class Articulated3dRotationTargetConstraintParams(_ArticulatedConstraintParams):
     target: object = None  # Quaternion; None -> identity
 
 
 @dataclass
-class Articulated3dRotationRangeConstraintParams:
-    stiffness: float = 1e6
-    damping: float = 0.0
-    saturation: float = -1.0
-    actor: object = None
-    joint_index: int = 0
+class Articulated3dRotationRangeConstraintParams(_ArticulatedConstraintParams):
     min_values: tuple = (0.0, 0.0, 0.0)
     max_values: tuple = (0.0, 0.0, 0.0)
