@@ -2,9 +2,9 @@
 trajectories at tight solver tolerances (reference_data/articulated_runs.json, made by
 tools/reference_runs/articulated_runs.py; its header says how). No contact, so the issue's target is 1e-6.
 
-Measured here: the first step agrees to ~1e-12 and the 100-step trajectories to ~3e-7 (hanging chain) and ~2e-7
-(mixed); the gap grows along the trajectory (both engines stop their Newton at ~1e-12 relative residuals and the
-swinging chain amplifies those differences), so the bounds below are the target, not the step-1 agreement.
+Measured here: one step from the reference's own state agrees to ~2e-12 (both Newtons stop near a 1e-11 residual);
+over 100 steps the gap grows to 5e-11 (hanging chain) and 6e-11 (mixed), joint velocities 7e-10 (pose gap / dt).
+ACHIEVED bounds these with a margin of ~15 for other BLAS / libm round-off; TARGET is the issue's.
 """
 
 import json
@@ -23,6 +23,7 @@ FR = art.ArticulatedJointFrictionParams
 SHAPE = mochi.create_box_mesh_shape(RUNS["link_half_extents"])
 TARGET = 1e-6  # issue 33: joint trajectories within 1e-6 without contact
 FIRST_STEP = 1e-10  # one converged step: only the two solvers' stopping points differ
+ACHIEVED = 1e-9  # 100 steps, see the module docstring
 
 
 def _link(i):
@@ -70,9 +71,9 @@ def test_joint_trajectory_matches_the_released_engine(scene):
         pose_err.append(np.abs(oracle.q[0] - run["pose"][k]).max())
         vel_err.append(np.abs(oracle.joint_velocity[0] - run["joint_velocities"][k]).max())
     assert pose_err[0] < FIRST_STEP
-    assert max(pose_err) < TARGET, max(pose_err)
-    # velocities are pose differences over dt, so their gap is the pose gap times 1/dt at most
-    assert max(vel_err) < 2 * TARGET / run["dt"], max(vel_err)
+    assert max(pose_err) < min(TARGET, ACHIEVED), max(pose_err)
+    # velocities are pose differences over dt, so their gap is the pose gap times 2/dt at most
+    assert max(vel_err) < 2 * ACHIEVED / run["dt"], max(vel_err)
     # the limit is exercised: the soft limit (stiffness 100) is violated in the reference run
     if scene == "mixed":
         assert max(p[1] for p in run["pose"]) > 0.3

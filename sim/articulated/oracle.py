@@ -21,6 +21,8 @@ from .model import ArticulationModel
 
 # Armijo constant of the backtracking line search (sufficient decrease of the stage energy).
 _ARMIJO = 1e-4
+# Relative size of float64 round-off in the summed stage energy (tens of terms of size ~m |dc|^2 / dt^2).
+_ENERGY_ROUND_OFF = 1e-13
 
 
 class ArticulatedOracle:
@@ -95,14 +97,18 @@ class ArticulatedOracle:
             direction = -np.linalg.solve(hess, grad[..., None])[..., 0]
             slope = np.einsum("wd,wd->w", grad, direction)
             alpha = np.where(active, 1.0, 0.0)
-            trial = add_delta(m, q, alpha[:, None] * direction)
+            grad_norm = np.linalg.norm(grad, axis=1)
             for _ls in range(30):
-                e_trial = total(m, trial, stage)[0]
-                bad = active & (e_trial > energy + _ARMIJO * alpha * slope) & (alpha > 1e-12)
+                trial = add_delta(m, q, alpha[:, None] * direction)
+                e_trial, g_trial, _ = total(m, trial, stage)
+                # Near the solution the energy change drops below its round-off, so a step that lowers the
+                # gradient there is accepted too (otherwise the search shrinks alpha and stalls the Newton).
+                flat = np.abs(e_trial - energy) <= _ENERGY_ROUND_OFF * (1.0 + np.abs(energy))
+                ok = (e_trial <= energy + _ARMIJO * alpha * slope) | (flat & (np.linalg.norm(g_trial, axis=1) < grad_norm))
+                bad = active & ~ok & (alpha > 1e-12)
                 if not np.any(bad):
                     break
                 alpha = np.where(bad, 0.5 * alpha, alpha)
-                trial = add_delta(m, q, alpha[:, None] * direction)
             iterations += active
             moved = np.max(np.abs(alpha[:, None] * direction), axis=1)
             q = np.where(active[:, None], trial, q)
