@@ -10,6 +10,10 @@ What the released engine does, and so what these do (tests/reference_data/articu
 * Viscous joint friction: mu_v/(2 dt) (q - q0)^2 (the dissipation potential's incremental form).
 * Dry joint friction: mu0 dt phi(|v|), v = (q - q0)/dt, mu0 = coulomb + stiction_extra, phi the documented
   smoothed ramp (cubic below falloff_vel, then linear with an optional Gaussian Stribeck decay).
+* SPHERICAL / FREE joints, on the joint's own motion (R_j, t_j) in its parent frame: viscous friction
+  mu_v/(2 dt) |t_j - t_j0|^2 + the rotation merit 1/2 tr((R_j - R_j0) W (R_j - R_j0)^T), W = mu_v/(2 dt); rotor
+  inertia as a rigid body of mass a and second moment a/2 (isotropic) with the joint's predictor; SPHERICAL dry
+  friction mu0 dt phi(|v|), v = log(R_j R_j0^T)/dt, whose gradient along the increment is mu0 phi'(|v|)/|v| v.
 * Soft limits: k/2 g^2 with g = max(q - upper, 0) + max(lower - q, 0) per DoF, plus d/(2 dt) (g(q) - g(q0))^2.
 * Single-DoF target drives: k/2 (q - target)^2 + d/(2 dt) ((q - target) - (q0 - target0))^2.
 """
@@ -24,7 +28,7 @@ from scipy import special
 
 from .. import lie
 from ..potentials.inertia import project_psd_3x3
-from .kinematics import link_jacobians
+from .kinematics import joint_transforms, link_jacobians
 from .params import ArticulatedJointType as JT
 
 
@@ -50,6 +54,9 @@ class StageData:
     joint_velocity0: np.ndarray  # (W, D)
     gravity: np.ndarray  # (W, 3)
     drives: list = field(default_factory=list)
+    # Rotor-inertia predictors of SPHERICAL / FREE joints (the joint's own motion, as a rigid body's): (W, L, ...)
+    joint_pred_trans: np.ndarray | None = None
+    joint_pred_rot: np.ndarray | None = None
     psd: bool = True  # project indefinite link rotation blocks (Newton); False gives the exact blocks (tests)
 
 
@@ -161,6 +168,71 @@ def dry_friction(model, q, stage: StageData, hessian: str = "fitted"):
     return energy, grad, hess
 
 
+def _rotation_joints(model):
+    """(joint, translation offset or None, rotation offset) of each SPHERICAL / FREE joint."""
+    out = []
+    for i, (t, info) in enumerate(zip(model.joint_type, model.dof_info)):
+        if t == JT.SPHERICAL:
+            out.append((i, None, info.get_rot_offset()))
+        elif t == JT.FREE:
+            out.append((i, info.get_trans_offset(), info.get_rot_offset()))
+    return out
+
+
+def _rotation_merit(rot, pred, weight, psd):
+    """1/2 tr((R - P) w (R - P)^T) for a scalar weight w: energy, left gradient and Hessian (inertia.py identities)."""
+    big_a = weight * rot @ np.swapaxes(pred, -1, -2)
+    energy = 0.5 * weight * 3.0 + 0.5 * weight * np.einsum("wij,wij->w", pred, pred) - np.trace(big_a, axis1=-2,
+                                                                                                  axis2=-1)
+    m = -big_a
+    hess = lie.sym(m) - np.trace(m, axis1=-2, axis2=-1)[..., None, None] * np.eye(3)
+    return energy, 2.0 * lie.axial(big_a), (project_psd_3x3(hess) if psd else hess)
+
+
+def rotation_joint_terms(model, q, stage: StageData, hessian: str = "fitted"):
+    """Viscous friction, rotor inertia and dry friction of SPHERICAL and FREE joints (module docstring)."""
+    energy, grad, hess = _zeros(q)
+    joints = _rotation_joints(model)
+    if not joints:
+        return energy, grad, hess
+    jrot, jtrans = joint_transforms(model, q)
+    jrot0, jtrans0 = joint_transforms(model, stage.q0)
+    dt = stage.dt
+    for j, ot, orot in joints:
+        f = model.friction[j]
+        r_sl = slice(orot, orot + 3)
+        parts = []  # (energy, trans grad, trans hess, rot grad, rot hess)
+        if f.viscous:
+            e, g, h = _rotation_merit(jrot[:, j], jrot0[:, j], 0.5 * f.viscous / dt, stage.psd)
+            dtr = jtrans[:, j] - jtrans0[:, j]
+            parts.append((e + 0.5 * f.viscous / dt * np.einsum("wi,wi->w", dtr, dtr), f.viscous / dt * dtr,
+                          f.viscous / dt, g, h))
+        a = model.rotor_inertia[j]
+        if a:
+            e, g, h = _rotation_merit(jrot[:, j], stage.joint_pred_rot[:, j], 0.5 * a / dt**2, stage.psd)
+            dtr = jtrans[:, j] - stage.joint_pred_trans[:, j]
+            parts.append((e + 0.5 * a / dt**2 * np.einsum("wi,wi->w", dtr, dtr), a / dt**2 * dtr, a / dt**2, g, h))
+        mu0 = f.coulomb + f.stiction_extra
+        if mu0 and ot is None:
+            v = lie.log_so3(jrot[:, j] @ np.swapaxes(jrot0[:, j], -1, -2)) / dt
+            speed = np.linalg.norm(v, axis=1)
+            phi, d1, d2, d1_over_x = dry_friction_ramp(speed, f.falloff_vel, f.coulomb / mu0, f.stribeck_vel)
+            unit = v / np.where(speed > 0, speed, 1.0)[:, None]
+            h = (mu0 / dt * d1_over_x)[:, None, None] * np.eye(3)
+            if hessian == "exact":
+                h = h + (mu0 / dt * (d2 - d1_over_x))[:, None, None] * np.einsum("wi,wj->wij", unit, unit)
+            parts.append((mu0 * dt * phi, 0.0, 0.0, mu0 * d1_over_x[:, None] * v, h))
+        for e, gt, ht, gr, hr in parts:
+            energy += e
+            grad[:, r_sl] += gr
+            hess[:, r_sl, r_sl] += hr
+            if ot is not None:
+                grad[:, ot:ot + 3] += gt
+                idx = np.arange(ot, ot + 3)
+                hess[:, idx, idx] += ht
+    return energy, grad, hess
+
+
 def _limit_gap(model, q):
     """g = max(q - upper, 0) + max(lower - q, 0) and dg/dq per DoF (W, D)."""
     above = q > model.dof_upper
@@ -198,7 +270,7 @@ def drives(model, q, stage: StageData):
     return energy, grad, hess
 
 
-TERMS = (link_terms, rotor_inertia, viscous_friction, dry_friction, soft_limits, drives)
+TERMS = (link_terms, rotor_inertia, viscous_friction, dry_friction, rotation_joint_terms, soft_limits, drives)
 
 
 def total(model, q, stage: StageData):

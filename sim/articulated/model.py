@@ -209,7 +209,8 @@ def build_model(params: ArticulatedActorParams) -> ArticulationModel:
             raise TypeError(f"{jwhere}: parent_link_from_joint must be a TransformRT")
         fr = _check_friction(j.friction, jwhere)
         if j.type in (JT.FREE, JT.HARD) and (fr.coulomb or fr.stiction_extra):
-            raise ValueError(f"{jwhere}: a {j.type.name} joint takes no dry friction (the reference ignores it)")
+            raise ValueError(f"{jwhere}: a {j.type.name} joint takes no dry friction (coulomb and stiction_extra must "
+                             f"be 0; the reference asserts this for FREE joints and ignores it for HARD ones)")
         inertia = 0.0 if j.inertia is None else as_real(j.inertia, f"{jwhere}: inertia")
         if not (math.isfinite(inertia) and inertia >= 0):
             raise ValueError(f"{jwhere}: inertia must be finite and >= 0, got {inertia}")

@@ -1,10 +1,11 @@
 """A backward-Euler Newton step over joint coordinates for articulated-only scenes: the oracle the compiled path
 will be held to, and what the fidelity tests run against the released engine's trajectories.
 
-State per world: the pose q, the joint velocities, and each link's rigid velocity state (v, F = skew(w) + S), which
-the engine keeps per link: after a step v = (c - c0)/dt and F = (R - R0)/dt R^T (finite differences of the link, as
-for a rigid actor), so the next stage's link predictor is 2 X - X_prev. Initial joint velocities give link
-velocities J qdot with S chosen so that the rotation predictor is a rotation (sim/pipeline.velocity_sym_for_spin).
+State per world: the pose q, the joint velocities, and a rigid velocity state (v, F = skew(w) + S) for each link and
+for each joint's own motion, which the engine keeps: after a step v = (c - c0)/dt and F = (R - R0)/dt R^T (finite
+differences, as for a rigid actor), so the next stage's predictor is 2 X - X_prev. Setting joint velocities, or a
+pose, makes the link velocities J(q) qdot, with S chosen so that the rotation predictor is a rotation
+(sim/pipeline.velocity_sym_for_spin).
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from ..params import DEFAULT_GRAVITY
 from ..pipeline import velocity_sym_for_spin
 from ..validation import as_int, bounded_real, real_array
 from .energy import Drive, StageData, total
-from .kinematics import add_delta, forward_kinematics, link_jacobians, pose_delta
+from .kinematics import add_delta, forward_kinematics, joint_transforms, link_jacobians, pose_delta
 from .model import ArticulationModel
+from .params import ArticulatedJointType as JT
 
 # Armijo constant of the backtracking line search (sufficient decrease of the stage energy).
 _ARMIJO = 1e-4
@@ -39,17 +41,29 @@ class ArticulatedOracle:
         self.last_iterations = np.zeros(self.num_worlds, dtype=np.int64)
 
     def _velocities_from_joints(self) -> None:
-        rot, _, _, jac = link_jacobians(self.model, self.q)
+        m = self.model
+        rot, _, _, jac = link_jacobians(m, self.q)
         self.link_velocity = np.einsum("wlkd,wd->wlk", jac[:, :, :3], self.joint_velocity)
         self.link_omega = np.einsum("wlkd,wd->wlk", jac[:, :, 3:], self.joint_velocity)
+        # Each joint's own motion has a rigid velocity state too (rotor inertia of SPHERICAL / FREE joints).
+        self.joint_lin = np.zeros((self.num_worlds, m.num_links, 3))
+        self.joint_omega = np.zeros((self.num_worlds, m.num_links, 3))
+        for j, info in enumerate(m.dof_info):
+            if m.joint_type[j] in (JT.SPHERICAL, JT.FREE):
+                o = info.get_rot_offset()
+                self.joint_omega[:, j] = self.joint_velocity[:, o:o + 3]
+            if m.joint_type[j] == JT.FREE:
+                self.joint_lin[:, j] = self.joint_velocity[:, info.offset:info.offset + 3]
         self._spin_dirty = True  # S is set once the step length is known, as the engine does
 
     def set_pose(self, q) -> None:
-        """Set the pose of every world (the link velocity state is kept, as the engine keeps it)."""
+        """Set the pose of every world; the links' velocities become J(q) qdot of the current joint velocities, as
+        the engine recomputes them."""
         q = np.broadcast_to(real_array(q, "pose"), self.q.shape)
         if not np.all(np.isfinite(q)):
             raise ValueError("pose must be finite")
         self.q = q.copy()
+        self._velocities_from_joints()
 
     def add_single_dof_target(self, joint_index: int, dof_index: int, target_value: float,
                               stiffness: float = 1e6, damping: float = 0.0) -> Drive:
@@ -79,13 +93,15 @@ class ArticulatedOracle:
         m = self.model
         q0 = self.q.copy()
         rot0, _, com0 = forward_kinematics(m, q0)
+        jrot0, jtrans0 = joint_transforms(m, q0)
         if self._spin_dirty:
-            spin = velocity_sym_for_spin(self.link_omega, dt)
-            self.link_f = lie.skew(self.link_omega) + spin
+            self.link_f = lie.skew(self.link_omega) + velocity_sym_for_spin(self.link_omega, dt)
+            self.joint_f = lie.skew(self.joint_omega) + velocity_sym_for_spin(self.joint_omega, dt)
             self._spin_dirty = False
         stage = StageData(dt=dt, q0=q0, link_pred_com=com0 + dt * self.link_velocity,
                           link_pred_rot=rot0 + dt * (self.link_f @ rot0), joint_velocity0=self.joint_velocity,
-                          gravity=self.gravity, drives=self.drives)
+                          gravity=self.gravity, drives=self.drives, joint_pred_trans=jtrans0 + dt * self.joint_lin,
+                          joint_pred_rot=jrot0 + dt * (self.joint_f @ jrot0))
         q = q0.copy()
         active = np.ones(self.num_worlds, dtype=bool)
         iterations = np.zeros(self.num_worlds, dtype=np.int64)
@@ -118,5 +134,15 @@ class ArticulatedOracle:
         self.link_velocity = (com1 - com0) / dt
         self.link_f = (rot1 - rot0) / dt @ np.swapaxes(rot1, -1, -2)
         self.link_omega = lie.axial(self.link_f)
+        jrot1, jtrans1 = joint_transforms(m, q)
+        self.joint_lin = (jtrans1 - jtrans0) / dt
+        self.joint_f = (jrot1 - jrot0) / dt @ np.swapaxes(jrot1, -1, -2)
+        self.joint_omega = lie.axial(self.joint_f)
+        # Reported joint velocities (as the engine reports them): scalar DoFs dq/dt; rotation blocks the joint's
+        # angular velocity axial((R_j - R_j0)/dt R_j^T) in its parent frame (not log(R_j R_j0^T)/dt).
         self.joint_velocity = pose_delta(m, q0, q) / dt
+        for j, info in enumerate(m.dof_info):
+            if m.joint_type[j] in (JT.SPHERICAL, JT.FREE):
+                o = info.get_rot_offset()
+                self.joint_velocity[:, o:o + 3] = self.joint_omega[:, j]
         self.q = q

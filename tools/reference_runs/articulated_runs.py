@@ -10,6 +10,10 @@ BACKWARD_EULER; dt = DT; "tight" solver = abs_tol = rel_tol = 1e-12, max_iter 10
 
 * ``hanging_chain``: 3 revolute joints about z, root at (0, 2, 0), each joint 0.4 m below the previous link's
   joint, link frame 0.2 m below its joint; started from pose Q0_CHAIN at rest; STEPS steps.
+* ``free_spherical``: a FREE root (world_from_root rotated by ROOT_QUAT_XYZW, at ROOT_TRANSLATION), a SPHERICAL
+  joint and a REVOLUTE about (1, 0, 1); started from Q0_FREE_SPHERICAL with joint velocities QD0_FREE_SPHERICAL,
+  falling freely; ``free_spherical_friction_inertia`` adds spherical joint friction (viscous 0.3, coulomb 0.05)
+  and rotor inertia 0.02.
 * ``mixed``: prismatic rail along x (drive: single-DoF target constraint to 0.3 m, stiffness 200, damping 5;
   joint friction viscous 0.5, coulomb 0.2), then a revolute about z with a limit [-0.3, 0.3] rad (stiffness 100,
   damping 0) and joint friction (viscous 0.05, coulomb 0.02), then a revolute about z with rotor inertia 0.01;
@@ -36,6 +40,10 @@ STEPS = 100
 Q0_CHAIN = [0.5, -0.3, 0.2]
 Q0_MIXED = [0.05, 0.2, -0.4]
 TIGHT = {"abs_tol": 1e-12, "rel_tol": 1e-12, "max_iter": 100}
+ROOT_QUAT_XYZW = (0.1, -0.2, 0.3, 0.9273618495495703)  # a unit quaternion: world_from_root is rotated
+ROOT_TRANSLATION = (0.3, 2.0, -0.1)
+Q0_FREE_SPHERICAL = [0.1, 0.0, -0.2, 0.3, -0.1, 0.2, 0.4, -0.3, 0.2, 0.5]
+QD0_FREE_SPHERICAL = [0.5, 1.0, -0.3, 0.2, 1.5, -0.4, 2.0, -1.0, 0.5, -1.0]
 
 
 def link(shape, parent):
@@ -99,13 +107,35 @@ def mixed(shape) -> dict:
     return out
 
 
+def free_spherical(shape, spherical_friction=None, spherical_inertia=None) -> dict:
+    scene = sdp.create_scene("free_spherical")
+    scene.set_solver_params(solver_params(sdp.IntegrationMethod.BACKWARD_EULER, **TIGHT))
+    root = sdp.TransformRT(sdp.Quaternion(*ROOT_QUAT_XYZW), ROOT_TRANSLATION)
+    p = sdp.ArticulatedActorParams(name="fs", world_from_root=root)
+    sph = {} if spherical_friction is None else {"friction": sdp.ArticulatedJointFrictionParams(**spherical_friction)}
+    if spherical_inertia is not None:
+        sph["inertia"] = spherical_inertia
+    p.joints = [
+        sdp.ArticulatedJointParams(type=JT.FREE),
+        sdp.ArticulatedJointParams(type=JT.SPHERICAL, parent_link_from_joint=sdp.TransformRT(translation=[0.05, -0.2, 0]),
+                                   **sph),
+        sdp.ArticulatedJointParams(type=JT.REVOLUTE, axis=[1, 0, 1],
+                                   parent_link_from_joint=sdp.TransformRT(translation=[0, -0.2, 0.02])),
+    ]
+    p.links = [link(shape, i - 1) for i in range(3)]
+    p.joint_velocities = list(QD0_FREE_SPHERICAL)
+    return run(scene, scene.create_articulated_actor(p), Q0_FREE_SPHERICAL, STEPS)
+
+
 def main() -> None:
     shape = mesh_shape(*box_mesh(LINK_HALF))
     out = {"build": precision(), "script": "tools/reference_runs/articulated_runs.py",
            "how": "superdex-physics(-fp64)==1.0.1, Python 3.12.1, initialize(num_worker_threads=0); BACKWARD_EULER, "
                   "abs_tol = rel_tol = 1e-12, max_iter 100; pose and joint velocities after every step",
            "link_half_extents": list(LINK_HALF), "density": 1000.0,
-           "hanging_chain": hanging_chain(shape), "mixed": mixed(shape)}
+           "hanging_chain": hanging_chain(shape), "mixed": mixed(shape), "free_spherical": free_spherical(shape),
+           "free_spherical_friction_inertia": free_spherical(
+               shape, spherical_friction={"viscous": 0.3, "coulomb": 0.05}, spherical_inertia=0.02)}
     json.dump(out, sys.stdout)
     sys.stdout.write("\n")
 
