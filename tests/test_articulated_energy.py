@@ -18,7 +18,8 @@ def model(spherical_coulomb=0.1):
     """Spherical (friction, rotor inertia), prismatic (limited, frictional), two revolutes (rotor inertia, Stribeck)."""
     p = art.ArticulatedActorParams(name="m", world_from_root=mochi.TransformRT(translation=[0, 2, 0]))
     p.joints = [
-        art.ArticulatedJointParams(type=JT.SPHERICAL, inertia=0.03, friction=FR(viscous=0.4, coulomb=spherical_coulomb)),
+        art.ArticulatedJointParams(type=JT.SPHERICAL, inertia=0.03, friction=FR(viscous=0.4, coulomb=spherical_coulomb),
+                                   min_limit=[-0.2, -0.1, -0.25], max_limit=[0.1, 0.2, 0.05], limit_damping=1.5),
         art.ArticulatedJointParams(type=JT.PRISMATIC, axis=[1, 0.5, 0], min_limit=[-0.1, -0.05, 0],
                                    max_limit=[0.1, 0.05, 0], friction=FR(viscous=0.5, coulomb=0.2),
                                    parent_link_from_joint=mochi.TransformRT(translation=[0, -0.3, 0.1])),

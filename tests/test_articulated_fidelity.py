@@ -44,15 +44,20 @@ def hanging_chain():
     return ArticulatedOracle(art.build_model(p))
 
 
-def mixed():
+def mixed(limit_damping=0.0, hard_tip=False, upper=0.3):
     p = art.ArticulatedActorParams(name="mixed", world_from_root=mochi.TransformRT(translation=[0, 2, 0]))
     p.joints = [
         art.ArticulatedJointParams(type=JT.PRISMATIC, axis=[1, 0, 0], friction=FR(viscous=0.5, coulomb=0.2)),
         art.ArticulatedJointParams(type=JT.REVOLUTE, axis=[0, 0, 1], parent_link_from_joint=_below(1),
-                                   min_limit=[0, 0, -0.3], max_limit=[0, 0, 0.3], friction=FR(viscous=0.05, coulomb=0.02)),
+                                   min_limit=[0, 0, -0.3], max_limit=[0, 0, upper], limit_damping=limit_damping,
+                                   friction=FR(viscous=0.05, coulomb=0.02)),
         art.ArticulatedJointParams(type=JT.REVOLUTE, axis=[0, 0, 1], inertia=0.01, parent_link_from_joint=_below(2)),
     ]
     p.links = [_link(i) for i in range(3)]
+    if hard_tip:
+        p.joints.append(art.ArticulatedJointParams(type=JT.HARD,
+                                                   parent_link_from_joint=mochi.TransformRT(translation=[0.1, -0.2, 0])))
+        p.links.append(_link(3))
     oracle = ArticulatedOracle(art.build_model(p))
     d = RUNS["mixed"]["drive"]
     oracle.add_single_dof_target(d["joint_index"], d["dof_index"], d["target_value"], d["stiffness"], d["damping"])
@@ -76,11 +81,23 @@ def free_spherical(friction=None, inertia=None):
     return ArticulatedOracle(art.build_model(p))
 
 
+def spherical_limits():
+    p = art.ArticulatedActorParams(name="sl", world_from_root=mochi.TransformRT(translation=[0, 2, 0]),
+                                   joint_velocities=[0.0, 2.0, 1.0, 0.0])
+    p.joints = [art.ArticulatedJointParams(type=JT.SPHERICAL, min_limit=[-0.2, -0.3, -0.1], max_limit=[0.25, 0.2, 0.1],
+                                           limit_stiffness=300.0, limit_damping=2.0),
+                art.ArticulatedJointParams(type=JT.REVOLUTE, axis=[0, 0, 1], parent_link_from_joint=_below(1))]
+    p.links = [_link(i) for i in range(2)]
+    return ArticulatedOracle(art.build_model(p))
+
+
 SCENES = {
     "hanging_chain": hanging_chain,
     "mixed": mixed,
     "free_spherical": free_spherical,
     "free_spherical_friction_inertia": lambda: free_spherical({"viscous": 0.3, "coulomb": 0.05}, 0.02),
+    "mixed_limit_damping_hard_tip": lambda: mixed(limit_damping=5.0, hard_tip=True, upper=0.1),
+    "spherical_limits": spherical_limits,
 }
 
 
@@ -100,9 +117,12 @@ def test_joint_trajectory_matches_the_released_engine(scene):
     assert max(pose_err) < min(TARGET, ACHIEVED), max(pose_err)
     # velocities are pose differences over dt, so their gap is the pose gap times 2/dt at most
     assert max(vel_err) < 2 * ACHIEVED / run["dt"], max(vel_err)
-    # the limit is exercised: the soft limit (stiffness 100) is violated in the reference run
-    if scene == "mixed":
-        assert max(p[1] for p in run["pose"]) > 0.3
+    # the limits are exercised: the soft limits are violated in the reference runs
+    upper = {"mixed": 0.3, "mixed_limit_damping_hard_tip": 0.1}
+    if scene in upper:
+        assert max(p[1] for p in run["pose"]) > upper[scene]
+    if scene == "spherical_limits":
+        assert max(p[0] for p in run["pose"]) > 0.25 and min(p[2] for p in run["pose"]) < -0.1
 
 
 def test_two_worlds_stepped_together_equal_each_alone():

@@ -95,3 +95,15 @@ def test_worlds_together_equal_each_alone_bit_for_bit():
         alone = kin.link_jacobians(m, q[w:w + 1])
         for a, b in zip(together, alone):
             assert np.array_equal(a[w:w + 1], b)
+
+
+def test_rotvec_increment_jacobian_is_the_derivative_of_the_lie_increment():
+    rng = np.random.default_rng(8)
+    theta = np.concatenate([rng.uniform(-2.5, 2.5, (4, 3)), rng.uniform(-1e-5, 1e-5, (2, 3))])
+    jinv = kin.rotvec_increment_jacobian(theta)
+    eps = 1e-6
+    for a in range(3):
+        d = eps * np.eye(3)[a]
+        plus = lie.log_so3(lie.exp_so3(np.broadcast_to(d, theta.shape)) @ lie.exp_so3(theta))
+        minus = lie.log_so3(lie.exp_so3(np.broadcast_to(-d, theta.shape)) @ lie.exp_so3(theta))
+        assert np.abs((plus - minus) / (2 * eps) - jinv[:, :, a]).max() < 1e-8

@@ -14,7 +14,8 @@ What the released engine does, and so what these do (tests/reference_data/articu
   mu_v/(2 dt) |t_j - t_j0|^2 + the rotation merit 1/2 tr((R_j - R_j0) W (R_j - R_j0)^T), W = mu_v/(2 dt); rotor
   inertia as a rigid body of mass a and second moment a/2 (isotropic) with the joint's predictor; SPHERICAL dry
   friction mu0 dt phi(|v|), v = log(R_j R_j0^T)/dt, whose gradient along the increment is mu0 phi'(|v|)/|v| v.
-* Soft limits: k/2 g^2 with g = max(q - upper, 0) + max(lower - q, 0) per DoF, plus d/(2 dt) (g(q) - g(q0))^2.
+* Soft limits: k/2 g^2 with g = max(q - upper, 0) + max(lower - q, 0) per DoF, plus d/(2 dt) (g(q) - g(q0))^2;
+  a SPHERICAL joint's limits act on the components of its rotation vector.
 * Single-DoF target drives: k/2 (q - target)^2 + d/(2 dt) ((q - target) - (q0 - target0))^2.
 """
 
@@ -28,7 +29,7 @@ from scipy import special
 
 from .. import lie
 from ..potentials.inertia import project_psd_3x3
-from .kinematics import joint_transforms, link_jacobians
+from .kinematics import joint_transforms, link_jacobians, rotvec_increment_jacobian
 from .params import ArticulatedJointType as JT
 
 
@@ -254,6 +255,17 @@ def soft_limits(model, q, stage: StageData):
     grad += (k * gap + d * dgap) * slope
     idx = np.arange(q.shape[1])
     hess[:, idx, idx] += (k + d) * slope * slope
+    # A SPHERICAL block's limits act on its rotation vector, which a Lie increment moves by J_inv d: chain rule
+    # (Gauss-Newton: the Jacobian's own derivative is dropped, as for the links).
+    for j, info in enumerate(model.dof_info):
+        if model.joint_type[j] != JT.SPHERICAL:
+            continue
+        sl = slice(info.offset, info.offset + 3)
+        if not np.any(np.isfinite(model.dof_lower[sl]) | np.isfinite(model.dof_upper[sl])):
+            continue
+        jinv = rotvec_increment_jacobian(q[:, sl])
+        grad[:, sl] = np.einsum("wki,wk->wi", jinv, grad[:, sl])
+        hess[:, sl, sl] = np.einsum("wki,wkl,wlj->wij", jinv, hess[:, sl, sl], jinv)
     return energy, grad, hess
 
 

@@ -132,3 +132,18 @@ def pose_delta(model, q_base: np.ndarray, q_target: np.ndarray) -> np.ndarray:
         rb = lie.exp_so3(np.ascontiguousarray(q_base[:, o:o + 3]))
         out[:, o:o + 3] = lie.log_so3(rt @ np.swapaxes(rb, -1, -2))
     return out
+
+
+def rotvec_increment_jacobian(theta: np.ndarray) -> np.ndarray:
+    """d log(exp(skew(d)) exp(skew(theta))) / dd at d = 0 (the inverse left Jacobian of SO(3)), (..., 3, 3):
+    how a rotation-vector pose block moves under a Lie increment of its DoFs."""
+    theta = np.asarray(theta, dtype=np.float64)
+    angle_sq = np.einsum("...i,...i->...", theta, theta)
+    angle = np.sqrt(angle_sq)
+    small = angle < 1e-4
+    safe = np.where(small, 1.0, angle)
+    # (1/t^2 - (1 + cos t)/(2 t sin t)), with its series 1/12 + t^2/720 near 0
+    coef = np.where(small, 1.0 / 12.0 + angle_sq / 720.0,
+                    1.0 / (safe * safe) - (1.0 + np.cos(safe)) / (2.0 * safe * np.sin(safe)))
+    k = lie.skew(theta)
+    return np.eye(3) - 0.5 * k + coef[..., None, None] * (k @ k)

@@ -14,6 +14,10 @@ BACKWARD_EULER; dt = DT; "tight" solver = abs_tol = rel_tol = 1e-12, max_iter 10
   joint and a REVOLUTE about (1, 0, 1); started from Q0_FREE_SPHERICAL with joint velocities QD0_FREE_SPHERICAL,
   falling freely; ``free_spherical_friction_inertia`` adds spherical joint friction (viscous 0.3, coulomb 0.05)
   and rotor inertia 0.02.
+* ``spherical_limits``: a SPHERICAL root joint limited to [-0.2, 0.25] x [-0.3, 0.2] x [-0.1, 0.1] (stiffness
+  300, damping 2) and a REVOLUTE; started past the x limit with joint velocities QD0_SPHERICAL_LIMITS.
+* ``mixed_limit_damping_hard_tip``: ``mixed`` with the revolute's upper limit at 0.1 (started past it), limit
+  damping 5, and a fourth link welded by a HARD joint.
 * ``mixed``: prismatic rail along x (drive: single-DoF target constraint to 0.3 m, stiffness 200, damping 5;
   joint friction viscous 0.5, coulomb 0.2), then a revolute about z with a limit [-0.3, 0.3] rad (stiffness 100,
   damping 0) and joint friction (viscous 0.05, coulomb 0.02), then a revolute about z with rotor inertia 0.01;
@@ -44,6 +48,8 @@ ROOT_QUAT_XYZW = (0.1, -0.2, 0.3, 0.9273618495495703)  # a unit quaternion: worl
 ROOT_TRANSLATION = (0.3, 2.0, -0.1)
 Q0_FREE_SPHERICAL = [0.1, 0.0, -0.2, 0.3, -0.1, 0.2, 0.4, -0.3, 0.2, 0.5]
 QD0_FREE_SPHERICAL = [0.5, 1.0, -0.3, 0.2, 1.5, -0.4, 2.0, -1.0, 0.5, -1.0]
+Q0_SPHERICAL_LIMITS = [0.3, -0.1, 0.05, 0.2]  # starts past the x limit
+QD0_SPHERICAL_LIMITS = [0.0, 2.0, 1.0, 0.0]
 
 
 def link(shape, parent):
@@ -83,7 +89,7 @@ def hanging_chain(shape) -> dict:
     return run(scene, scene.create_articulated_actor(p), Q0_CHAIN, STEPS)
 
 
-def mixed(shape) -> dict:
+def mixed(shape, limit_damping=0.0, hard_tip=False, upper=0.3) -> dict:
     scene = sdp.create_scene("mixed")
     scene.set_solver_params(solver_params(sdp.IntegrationMethod.BACKWARD_EULER, **TIGHT))
     p = sdp.ArticulatedActorParams(name="mixed", world_from_root=sdp.TransformRT(translation=[0, 2, 0]))
@@ -92,12 +98,16 @@ def mixed(shape) -> dict:
         sdp.ArticulatedJointParams(type=JT.PRISMATIC, axis=[1, 0, 0], friction=fr(viscous=0.5, coulomb=0.2)),
         sdp.ArticulatedJointParams(type=JT.REVOLUTE, axis=[0, 0, 1],
                                    parent_link_from_joint=sdp.TransformRT(translation=[0, -0.2, 0]),
-                                   min_limit=[0, 0, -0.3], max_limit=[0, 0, 0.3],
+                                   min_limit=[0, 0, -0.3], max_limit=[0, 0, upper], limit_damping=limit_damping,
                                    friction=fr(viscous=0.05, coulomb=0.02)),
         sdp.ArticulatedJointParams(type=JT.REVOLUTE, axis=[0, 0, 1], inertia=0.01,
                                    parent_link_from_joint=sdp.TransformRT(translation=[0, -0.2, 0])),
     ]
     p.links = [link(shape, i - 1) for i in range(3)]
+    if hard_tip:
+        p.joints = list(p.joints) + [sdp.ArticulatedJointParams(
+            type=JT.HARD, parent_link_from_joint=sdp.TransformRT(translation=[0.1, -0.2, 0]))]
+        p.links = list(p.links) + [link(shape, 2)]
     actor = scene.create_articulated_actor(p)
     drive = sdp.ArticulatedSingleDofTargetConstraintParams(actor=actor.get_handle(), joint_index=0, dof_index=0,
                                                            target_value=0.3, stiffness=200.0, damping=5.0)
@@ -127,6 +137,19 @@ def free_spherical(shape, spherical_friction=None, spherical_inertia=None) -> di
     return run(scene, scene.create_articulated_actor(p), Q0_FREE_SPHERICAL, STEPS)
 
 
+def spherical_limits(shape) -> dict:
+    scene = sdp.create_scene("spherical_limits")
+    scene.set_solver_params(solver_params(sdp.IntegrationMethod.BACKWARD_EULER, **TIGHT))
+    p = sdp.ArticulatedActorParams(name="sl", world_from_root=sdp.TransformRT(translation=[0, 2, 0]))
+    p.joints = [sdp.ArticulatedJointParams(type=JT.SPHERICAL, min_limit=[-0.2, -0.3, -0.1], max_limit=[0.25, 0.2, 0.1],
+                                           limit_stiffness=300.0, limit_damping=2.0),
+                sdp.ArticulatedJointParams(type=JT.REVOLUTE, axis=[0, 0, 1],
+                                           parent_link_from_joint=sdp.TransformRT(translation=[0, -0.2, 0]))]
+    p.links = [link(shape, i - 1) for i in range(2)]
+    p.joint_velocities = list(QD0_SPHERICAL_LIMITS)
+    return run(scene, scene.create_articulated_actor(p), Q0_SPHERICAL_LIMITS, STEPS)
+
+
 def main() -> None:
     shape = mesh_shape(*box_mesh(LINK_HALF))
     out = {"build": precision(), "script": "tools/reference_runs/articulated_runs.py",
@@ -135,7 +158,9 @@ def main() -> None:
            "link_half_extents": list(LINK_HALF), "density": 1000.0,
            "hanging_chain": hanging_chain(shape), "mixed": mixed(shape), "free_spherical": free_spherical(shape),
            "free_spherical_friction_inertia": free_spherical(
-               shape, spherical_friction={"viscous": 0.3, "coulomb": 0.05}, spherical_inertia=0.02)}
+               shape, spherical_friction={"viscous": 0.3, "coulomb": 0.05}, spherical_inertia=0.02),
+           "mixed_limit_damping_hard_tip": mixed(shape, limit_damping=5.0, hard_tip=True, upper=0.1),
+           "spherical_limits": spherical_limits(shape)}
     json.dump(out, sys.stdout)
     sys.stdout.write("\n")
 
