@@ -49,11 +49,13 @@ def stage(m, rng, num_worlds=2):
         dt=dt, q0=q0, link_pred_com=com0 + dt * rng.normal(size=com0.shape), link_pred_rot=rot0 + dt * spin @ rot0,
         joint_pred_trans=jtrans0 + dt * rng.normal(size=jtrans0.shape), joint_pred_rot=jrot0 + dt * spin @ jrot0,
         joint_velocity0=rng.normal(size=q0.shape), gravity=np.tile([0.0, -9.8, 0.0], (num_worlds, 1)),
-        drives=[energy.Drive(dof=3, target=0.2, stiffness=300.0, damping=4.0, target_old=0.1)], psd=False)
+        drives=[energy.Drive(dof=3, target=0.2, stiffness=300.0, damping=4.0, target_old=0.1)], psd=False,
+        ranges=[energy.RangeConstraint(dof=4, min_value=-0.05, max_value=0.02, stiffness=500.0, damping=2.0)],
+        dof_loads=rng.normal(size=q0.shape))
 
 
 TERMS = [energy.rotor_inertia, energy.viscous_friction, energy.soft_limits, energy.drives,
-         lambda m, q, s: energy.dry_friction(m, q, s, hessian="exact"), energy.rotation_joint_terms]
+         lambda m, q, s: energy.dry_friction(m, q, s, hessian="exact"), energy.rotation_joint_terms, energy.ranges]
 
 
 def _fd_gradient(term, m, q, s, eps):
@@ -76,7 +78,7 @@ def _away_from_kinks(m, q, s):
     return q
 
 
-@pytest.mark.parametrize("term", TERMS, ids=["rotor", "viscous", "limits", "drive", "dry", "spherical"])
+@pytest.mark.parametrize("term", TERMS, ids=["rotor", "viscous", "limits", "drive", "dry", "spherical", "range"])
 def test_joint_term_gradient_and_hessian_match_central_differences(term):
     m = model()
     rng = np.random.default_rng(7)
@@ -93,6 +95,16 @@ def test_joint_term_gradient_and_hessian_match_central_differences(term):
             ed[:, d] = eps
             col = (term(m, q + ed, s)[1] - term(m, q - ed, s)[1]) / (2 * eps)
             assert np.abs(col - h[:, :, d]).max() <= 1e-5 * max(1.0, np.abs(h).max()), d
+
+
+def test_dof_loads_gradient_is_minus_the_force_and_the_merit_agrees_at_the_stage_start():
+    """Scalar DoFs: U = -f q exactly. Rotation blocks: the engine's merit is only valid near R_j = R_j0, so its
+    derivative is checked there."""
+    m = model()
+    s = stage(m, np.random.default_rng(12))
+    _, g, h = energy.dof_loads(m, s.q0, s)
+    assert np.array_equal(g, -s.dof_loads) and not np.any(h)
+    assert np.abs(_fd_gradient(energy.dof_loads, m, s.q0, s, 1e-6) - g).max() < 1e-8
 
 
 def test_spherical_viscous_and_rotor_hessian_is_the_second_derivative_along_increments():
@@ -185,7 +197,8 @@ def test_worlds_together_equal_each_alone_bit_for_bit():
         sw = energy.StageData(dt=s.dt, q0=s.q0[w:w + 1], link_pred_com=s.link_pred_com[w:w + 1],
                               link_pred_rot=s.link_pred_rot[w:w + 1], joint_velocity0=s.joint_velocity0[w:w + 1],
                               gravity=s.gravity[w:w + 1], drives=s.drives, psd=False,
-                              joint_pred_trans=s.joint_pred_trans[w:w + 1], joint_pred_rot=s.joint_pred_rot[w:w + 1])
+                              joint_pred_trans=s.joint_pred_trans[w:w + 1], joint_pred_rot=s.joint_pred_rot[w:w + 1],
+                              ranges=s.ranges, dof_loads=s.dof_loads[w:w + 1])
         alone = energy.total(m, q[w:w + 1], sw)
         for a, b in zip(together, alone):
             assert np.array_equal(a[w:w + 1], b)

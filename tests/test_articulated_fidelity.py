@@ -91,6 +91,21 @@ def spherical_limits():
     return ArticulatedOracle(art.build_model(p))
 
 
+def loads_and_range():
+    p = art.ArticulatedActorParams(name="lr", world_from_root=mochi.TransformRT(translation=[0, 2, 0]))
+    p.joints = [art.ArticulatedJointParams(type=JT.SPHERICAL),
+                art.ArticulatedJointParams(type=JT.REVOLUTE, axis=[0, 0, 1], parent_link_from_joint=_below(1)),
+                art.ArticulatedJointParams(type=JT.PRISMATIC, axis=[1, 0, 0], parent_link_from_joint=_below(2))]
+    p.links = [_link(i) for i in range(3)]
+    oracle = ArticulatedOracle(art.build_model(p))
+    run = RUNS["loads_and_range"]
+    oracle.set_external_forces_on_dofs(run["loads"]["dofs"], run["loads"]["values"])
+    r = run["range"]
+    oracle.add_single_dof_range(r["joint_index"], r["dof_index"], r["min_value"], r["max_value"], r["stiffness"],
+                                r["damping"])
+    return oracle
+
+
 SCENES = {
     "hanging_chain": hanging_chain,
     "mixed": mixed,
@@ -98,6 +113,7 @@ SCENES = {
     "free_spherical_friction_inertia": lambda: free_spherical({"viscous": 0.3, "coulomb": 0.05}, 0.02),
     "mixed_limit_damping_hard_tip": lambda: mixed(limit_damping=5.0, hard_tip=True, upper=0.1),
     "spherical_limits": spherical_limits,
+    "loads_and_range": loads_and_range,
 }
 
 
@@ -121,6 +137,8 @@ def test_joint_trajectory_matches_the_released_engine(scene):
     upper = {"mixed": 0.3, "mixed_limit_damping_hard_tip": 0.1}
     if scene in upper:
         assert max(p[1] for p in run["pose"]) > upper[scene]
+    if scene == "loads_and_range":
+        assert min(p[3] for p in run["pose"]) < -0.1
     if scene == "spherical_limits":
         assert max(p[0] for p in run["pose"]) > 0.25 and min(p[2] for p in run["pose"]) < -0.1
 

@@ -16,7 +16,10 @@ What the released engine does, and so what these do (tests/reference_data/articu
   friction mu0 dt phi(|v|), v = log(R_j R_j0^T)/dt, whose gradient along the increment is mu0 phi'(|v|)/|v| v.
 * Soft limits: k/2 g^2 with g = max(q - upper, 0) + max(lower - q, 0) per DoF, plus d/(2 dt) (g(q) - g(q0))^2;
   a SPHERICAL joint's limits act on the components of its rotation vector.
-* Single-DoF target drives: k/2 (q - target)^2 + d/(2 dt) ((q - target) - (q0 - target0))^2.
+* Single-DoF target drives: k/2 (q - target)^2 + d/(2 dt) ((q - target) - (q0 - target0))^2; single-DoF range
+  constraints as the soft limits.
+* Generalized forces f on DoFs: -f q on scalar DoFs and FREE translations; on a rotation block the gradient is
+  -tau exactly and the energy the engine's local merit 1/2 tr(skew(tau) R_j R_j0^T) (valid near R_j = R_j0).
 """
 
 from __future__ import annotations
@@ -45,6 +48,17 @@ class Drive:
 
 
 @dataclass
+class RangeConstraint:
+    """A single-DoF range constraint: g = max(q - max_value, min_value - q, 0), k/2 g^2 + d/(2 dt) (g - g0)^2."""
+
+    dof: int
+    min_value: float
+    max_value: float
+    stiffness: float
+    damping: float
+
+
+@dataclass
 class StageData:
     """What a stage holds fixed: its length, the stage-start pose, link predictors, joint velocities, loads."""
 
@@ -55,6 +69,8 @@ class StageData:
     joint_velocity0: np.ndarray  # (W, D)
     gravity: np.ndarray  # (W, 3)
     drives: list = field(default_factory=list)
+    ranges: list = field(default_factory=list)  # RangeConstraint
+    dof_loads: np.ndarray | None = None  # (W, D) generalized forces (set_external_forces_on_dofs); None -> none
     # Rotor-inertia predictors of SPHERICAL / FREE joints (the joint's own motion, as a rigid body's): (W, L, ...)
     joint_pred_trans: np.ndarray | None = None
     joint_pred_rot: np.ndarray | None = None
@@ -269,6 +285,39 @@ def soft_limits(model, q, stage: StageData):
     return energy, grad, hess
 
 
+def ranges(model, q, stage: StageData):
+    energy, grad, hess = _zeros(q)
+    for rc in stage.ranges:
+        x, x0 = q[:, rc.dof], stage.q0[:, rc.dof]
+        gap = np.maximum(x - rc.max_value, 0.0) + np.maximum(rc.min_value - x, 0.0)
+        gap0 = np.maximum(x0 - rc.max_value, 0.0) + np.maximum(rc.min_value - x0, 0.0)
+        slope = (x > rc.max_value).astype(np.float64) - (x < rc.min_value)
+        c = rc.damping / stage.dt
+        energy += 0.5 * rc.stiffness * gap * gap + 0.5 * c * (gap - gap0) ** 2
+        grad[:, rc.dof] += (rc.stiffness * gap + c * (gap - gap0)) * slope
+        hess[:, rc.dof, rc.dof] += (rc.stiffness + c) * slope * slope
+    return energy, grad, hess
+
+
+def dof_loads(model, q, stage: StageData):
+    energy, grad, hess = _zeros(q)
+    if stage.dof_loads is None or not np.any(stage.dof_loads):
+        return energy, grad, hess
+    load = stage.dof_loads
+    grad -= load
+    scalar = np.ones(q.shape[1], dtype=bool)
+    jrot, jrot0 = None, None
+    for j, ot, orot in _rotation_joints(model):
+        scalar[orot:orot + 3] = False
+        if jrot is None:
+            jrot, _ = joint_transforms(model, q)
+            jrot0, _ = joint_transforms(model, stage.q0)
+        step = jrot[:, j] @ np.swapaxes(jrot0[:, j], -1, -2)
+        energy += 0.5 * np.einsum("wij,wji->w", lie.skew(load[:, orot:orot + 3]), step)
+    energy -= np.einsum("wd,wd->w", load[:, scalar], q[:, scalar])
+    return energy, grad, hess
+
+
 def drives(model, q, stage: StageData):
     energy, grad, hess = _zeros(q)
     for dr in stage.drives:
@@ -282,7 +331,8 @@ def drives(model, q, stage: StageData):
     return energy, grad, hess
 
 
-TERMS = (link_terms, rotor_inertia, viscous_friction, dry_friction, rotation_joint_terms, soft_limits, drives)
+TERMS = (link_terms, rotor_inertia, viscous_friction, dry_friction, rotation_joint_terms, soft_limits, drives, ranges,
+         dof_loads)
 
 
 def total(model, q, stage: StageData):

@@ -16,7 +16,7 @@ from .. import lie
 from ..params import DEFAULT_GRAVITY
 from ..pipeline import velocity_sym_for_spin
 from ..validation import as_int, bounded_real, real_array
-from .energy import Drive, StageData, total
+from .energy import Drive, RangeConstraint, StageData, total
 from .kinematics import add_delta, forward_kinematics, joint_transforms, link_jacobians, pose_delta
 from .model import ArticulationModel
 from .params import ArticulatedJointType as JT
@@ -36,6 +36,8 @@ class ArticulatedOracle:
         self.gravity = np.broadcast_to(real_array(gravity, "gravity"), (self.num_worlds, 3)).copy()
         self.q = np.zeros((self.num_worlds, model.num_dofs))
         self.drives: list[Drive] = []
+        self.ranges: list[RangeConstraint] = []
+        self.dof_loads = np.zeros((self.num_worlds, model.num_dofs))
         self.joint_velocity = np.broadcast_to(model.joint_velocities, self.q.shape).copy()
         self._velocities_from_joints()
         self.last_iterations = np.zeros(self.num_worlds, dtype=np.int64)
@@ -67,17 +69,43 @@ class ArticulatedOracle:
 
     def add_single_dof_target(self, joint_index: int, dof_index: int, target_value: float,
                               stiffness: float = 1e6, damping: float = 0.0) -> Drive:
-        m = self.model
-        j = as_int(joint_index, "joint_index", 0, m.num_links - 1)
-        info = m.dof_info[j]
-        k = as_int(dof_index, "dof_index", 0, max(info.get_size() - 1, 0))
-        if info.get_size() == 0:
-            raise ValueError(f"joint {j} ({m.joint_names[j]!r}) has no DoFs to drive")
-        drive = Drive(dof=info.offset + k, target=bounded_real(target_value, "target_value", -np.inf, np.inf),
+        drive = Drive(dof=self._dof(joint_index, dof_index), target=bounded_real(target_value, "target_value", -np.inf, np.inf),
                       stiffness=bounded_real(stiffness, "stiffness", 0.0, np.inf),
                       damping=bounded_real(damping, "damping", 0.0, np.inf))
         self.drives.append(drive)
         return drive
+
+    def _dof(self, joint_index, dof_index) -> int:
+        m = self.model
+        j = as_int(joint_index, "joint_index", 0, m.num_links - 1)
+        info = m.dof_info[j]
+        if info.get_size() == 0:
+            raise ValueError(f"joint {j} ({m.joint_names[j]!r}) has no DoFs")
+        return info.offset + as_int(dof_index, "dof_index", 0, info.get_size() - 1)
+
+    def add_single_dof_range(self, joint_index: int, dof_index: int, min_value: float, max_value: float,
+                             stiffness: float = 1e6, damping: float = 0.0) -> RangeConstraint:
+        lo = bounded_real(min_value, "min_value", -np.inf, np.inf)
+        hi = bounded_real(max_value, "max_value", -np.inf, np.inf)
+        if lo > hi:
+            raise ValueError(f"min_value must be <= max_value, got {lo} > {hi}")
+        rc = RangeConstraint(dof=self._dof(joint_index, dof_index), min_value=lo, max_value=hi,
+                             stiffness=bounded_real(stiffness, "stiffness", 0.0, np.inf),
+                             damping=bounded_real(damping, "damping", 0.0, np.inf))
+        self.ranges.append(rc)
+        return rc
+
+    def set_external_forces_on_dofs(self, dof_indices, force_values) -> None:
+        """Constant generalized forces on DoFs (N or N m), replacing earlier ones, in every world."""
+        idx = np.asarray(dof_indices)
+        vals = real_array(force_values, "force_values").reshape(-1)
+        if idx.ndim != 1 or idx.dtype.kind not in "iu" or idx.shape != vals.shape:
+            raise ValueError("dof_indices must be integers, one per force value")
+        if np.any((idx < 0) | (idx >= self.model.num_dofs)) or not np.all(np.isfinite(vals)):
+            raise ValueError(f"dof_indices must be in [0, {self.model.num_dofs - 1}] and forces finite")
+        loads = np.zeros(self.model.num_dofs)
+        loads[idx] = vals
+        self.dof_loads = np.broadcast_to(loads, self.dof_loads.shape).copy()
 
     def link_transforms(self):
         """World rotation (W, L, 3, 3) and origin (W, L, 3) of every link frame."""
@@ -100,7 +128,8 @@ class ArticulatedOracle:
             self._spin_dirty = False
         stage = StageData(dt=dt, q0=q0, link_pred_com=com0 + dt * self.link_velocity,
                           link_pred_rot=rot0 + dt * (self.link_f @ rot0), joint_velocity0=self.joint_velocity,
-                          gravity=self.gravity, drives=self.drives, joint_pred_trans=jtrans0 + dt * self.joint_lin,
+                          gravity=self.gravity, drives=self.drives, ranges=self.ranges, dof_loads=self.dof_loads,
+                          joint_pred_trans=jtrans0 + dt * self.joint_lin,
                           joint_pred_rot=jrot0 + dt * (self.joint_f @ jrot0))
         q = q0.copy()
         active = np.ones(self.num_worlds, dtype=bool)

@@ -18,6 +18,9 @@ BACKWARD_EULER; dt = DT; "tight" solver = abs_tol = rel_tol = 1e-12, max_iter 10
   300, damping 2) and a REVOLUTE; started past the x limit with joint velocities QD0_SPHERICAL_LIMITS.
 * ``mixed_limit_damping_hard_tip``: ``mixed`` with the revolute's upper limit at 0.1 (started past it), limit
   damping 5, and a fourth link welded by a HARD joint.
+* ``loads_and_range``: SPHERICAL root, REVOLUTE (z), PRISMATIC (x); constant generalized forces LOAD_VALUES on
+  every DoF (set_external_forces_on_dofs) and a single-DoF range constraint [-0.1, 0.1] on the revolute (stiffness
+  500, damping 3); started from Q0_LOADS at rest.
 * ``mixed``: prismatic rail along x (drive: single-DoF target constraint to 0.3 m, stiffness 200, damping 5;
   joint friction viscous 0.5, coulomb 0.2), then a revolute about z with a limit [-0.3, 0.3] rad (stiffness 100,
   damping 0) and joint friction (viscous 0.05, coulomb 0.02), then a revolute about z with rotor inertia 0.01;
@@ -50,6 +53,9 @@ Q0_FREE_SPHERICAL = [0.1, 0.0, -0.2, 0.3, -0.1, 0.2, 0.4, -0.3, 0.2, 0.5]
 QD0_FREE_SPHERICAL = [0.5, 1.0, -0.3, 0.2, 1.5, -0.4, 2.0, -1.0, 0.5, -1.0]
 Q0_SPHERICAL_LIMITS = [0.3, -0.1, 0.05, 0.2]  # starts past the x limit
 QD0_SPHERICAL_LIMITS = [0.0, 2.0, 1.0, 0.0]
+Q0_LOADS = [0.1, -0.2, 0.05, 0.0, 0.02]
+LOAD_DOFS = (0, 1, 2, 3, 4)
+LOAD_VALUES = (0.05, -0.03, 0.02, 0.3, -0.5)  # N m on the spherical and revolute DoFs, N on the prismatic
 
 
 def link(shape, parent):
@@ -150,6 +156,28 @@ def spherical_limits(shape) -> dict:
     return run(scene, scene.create_articulated_actor(p), Q0_SPHERICAL_LIMITS, STEPS)
 
 
+def loads_and_range(shape) -> dict:
+    scene = sdp.create_scene("loads_and_range")
+    scene.set_solver_params(solver_params(sdp.IntegrationMethod.BACKWARD_EULER, **TIGHT))
+    p = sdp.ArticulatedActorParams(name="lr", world_from_root=sdp.TransformRT(translation=[0, 2, 0]))
+    p.joints = [sdp.ArticulatedJointParams(type=JT.SPHERICAL),
+                sdp.ArticulatedJointParams(type=JT.REVOLUTE, axis=[0, 0, 1],
+                                           parent_link_from_joint=sdp.TransformRT(translation=[0, -0.2, 0])),
+                sdp.ArticulatedJointParams(type=JT.PRISMATIC, axis=[1, 0, 0],
+                                           parent_link_from_joint=sdp.TransformRT(translation=[0, -0.2, 0]))]
+    p.links = [link(shape, i - 1) for i in range(3)]
+    actor = scene.create_articulated_actor(p)
+    actor.set_external_forces_on_dofs(list(LOAD_DOFS), reals(LOAD_VALUES))
+    rng = sdp.ArticulatedSingleDofRangeConstraintParams(actor=actor.get_handle(), joint_index=1, dof_index=0,
+                                                        min_value=-0.1, max_value=0.1, stiffness=500.0, damping=3.0)
+    scene.create_articulated_single_dof_range_constraint(rng)
+    out = run(scene, actor, Q0_LOADS, STEPS)
+    out["loads"] = {"dofs": list(LOAD_DOFS), "values": list(LOAD_VALUES)}
+    out["range"] = {"joint_index": 1, "dof_index": 0, "min_value": -0.1, "max_value": 0.1, "stiffness": 500.0,
+                    "damping": 3.0}
+    return out
+
+
 def main() -> None:
     shape = mesh_shape(*box_mesh(LINK_HALF))
     out = {"build": precision(), "script": "tools/reference_runs/articulated_runs.py",
@@ -160,7 +188,7 @@ def main() -> None:
            "free_spherical_friction_inertia": free_spherical(
                shape, spherical_friction={"viscous": 0.3, "coulomb": 0.05}, spherical_inertia=0.02),
            "mixed_limit_damping_hard_tip": mixed(shape, limit_damping=5.0, hard_tip=True, upper=0.1),
-           "spherical_limits": spherical_limits(shape)}
+           "spherical_limits": spherical_limits(shape), "loads_and_range": loads_and_range(shape)}
     json.dump(out, sys.stdout)
     sys.stdout.write("\n")
 
