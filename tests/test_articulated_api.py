@@ -118,6 +118,13 @@ def test_cycle_in_the_tree_is_named_as_such():
     _bad(p, r"link 1: parent_link chain loops")
 
 
+@pytest.mark.parametrize("pair", [(1, 1), (0, 1), (2, 1), (0, 7)])
+def test_cycle_joint_between_links_the_tree_does_not_join(pair):
+    p = chain(*REV3)
+    p.cycles = [art.ArticulatedCycleJointParams(parent_link=pair[0], child_link=pair[1])]
+    _bad(p, r"cycle 0: ")
+
+
 def test_root_must_have_parent_minus_one():
     p = chain(*REV3)
     p.links[0].parent_link = 0

@@ -35,6 +35,8 @@ def model(spherical_coulomb=0.1):
                                          moment_of_inertia=(0.05, 0.001, 0, 0.006, 0.0005, 0.05),
                                          parent_joint_from_link=mochi.TransformRT(translation=[0, -0.2, 0]))
                for i in range(4)]
+    p.cycles = [art.ArticulatedCycleJointParams(parent_link=0, child_link=3, stiffness=800.0,
+                                                joint_from_child_link=mochi.TransformRT(translation=[0.02, 0.1, 0]))]
     return art.build_model(p)
 
 
@@ -168,15 +170,20 @@ def test_link_terms_cartesian_gradient_and_hessian_match_central_differences():
             assert np.abs(second - want).max() <= 1e-4 * max(1.0, np.abs(want).max())
 
 
-def test_pulled_back_link_gradient_matches_central_differences():
+@pytest.mark.parametrize("term", [energy.link_terms, energy.cycle_joints], ids=["links", "cycle"])
+def test_pulled_back_gradient_matches_central_differences(term):
+    """Gradients through the kinematics (Gauss-Newton Hessians: symmetric, and PSD for the cycle's k J^T J)."""
     m = model()
     rng = np.random.default_rng(5)
     s = stage(m, rng)
     q = s.q0 + rng.uniform(-0.1, 0.1, s.q0.shape)
-    _, g, h = energy.link_terms(m, q, s)
-    fd = _fd_gradient(energy.link_terms, m, q, s, 1e-6)
+    _, g, h = term(m, q, s)
+    assert np.abs(g).max() > 0
+    fd = _fd_gradient(term, m, q, s, 1e-6)
     assert np.abs(fd - g).max() <= 1e-6 * np.abs(g).max()
     assert np.allclose(h, np.swapaxes(h, -1, -2), rtol=0, atol=1e-9 * np.abs(h).max())
+    if term is energy.cycle_joints:
+        assert np.linalg.eigvalsh(h).min() > -1e-9 * np.abs(h).max()
 
 
 def test_dry_friction_ramp_is_the_documented_one():

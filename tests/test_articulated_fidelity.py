@@ -106,6 +106,16 @@ def loads_and_range():
     return oracle
 
 
+def cycle_chain():
+    p = art.ArticulatedActorParams(name="cy", world_from_root=mochi.TransformRT(translation=[0, 2, 0]))
+    p.joints = [art.ArticulatedJointParams(type=JT.REVOLUTE, axis=[0, 0, 1], parent_link_from_joint=_below(i))
+                for i in range(3)]
+    p.links = [_link(i) for i in range(3)]
+    p.cycles = [art.ArticulatedCycleJointParams(parent_link=0, child_link=2, stiffness=2000.0,
+                                                joint_from_child_link=mochi.TransformRT(translation=[0.05, -0.2, 0]))]
+    return ArticulatedOracle(art.build_model(p))
+
+
 SCENES = {
     "hanging_chain": hanging_chain,
     "mixed": mixed,
@@ -114,6 +124,7 @@ SCENES = {
     "mixed_limit_damping_hard_tip": lambda: mixed(limit_damping=5.0, hard_tip=True, upper=0.1),
     "spherical_limits": spherical_limits,
     "loads_and_range": loads_and_range,
+    "cycle_chain": cycle_chain,
 }
 
 

@@ -18,6 +18,8 @@ What the released engine does, and so what these do (tests/reference_data/articu
   a SPHERICAL joint's limits act on the components of its rotation vector.
 * Single-DoF target drives: k/2 (q - target)^2 + d/(2 dt) ((q - target) - (q0 - target0))^2; single-DoF range
   constraints as the soft limits.
+* Cycle joints: k/2 |x_anchor - x_pivot|^2, the pivot the cycle joint's origin in the child link (the inverse
+  of joint_from_child_link), the anchor the pivot's place in the parent link at the zero pose.
 * Generalized forces f on DoFs: -f q on scalar DoFs and FREE translations; on a rotation block the gradient is
   -tau exactly and the energy the engine's local merit 1/2 tr(skew(tau) R_j R_j0^T) (valid near R_j = R_j0).
 """
@@ -331,8 +333,32 @@ def drives(model, q, stage: StageData):
     return energy, grad, hess
 
 
+def cycle_joints(model, q, stage: StageData):
+    """Cycle joints: k/2 |x_anchor - x_pivot|^2 between a point of the parent link and one of the child link,
+    gradient J^T k g and Gauss-Newton Hessian k J^T J with J the difference of the points' Jacobians."""
+    energy, grad, hess = _zeros(q)
+    if model.cycle_child.size == 0:
+        return energy, grad, hess
+    rot, origin, com, jac = link_jacobians(model, q)
+
+    def point_and_jacobian(links, point):
+        arm = np.einsum("wcij,cj->wci", rot[:, links], point) + origin[:, links] - com[:, links]  # from the CoM
+        x = com[:, links] + arm
+        j = jac[:, links, :3] - np.einsum("wcij,wcjd->wcid", lie.skew(arm), jac[:, links, 3:])
+        return x, j
+
+    xa, ja = point_and_jacobian(model.cycle_parent, model.cycle_parent_point)
+    xb, jb = point_and_jacobian(model.cycle_child, model.cycle_child_point)
+    gap, jg = xa - xb, ja - jb  # (W, C, 3), (W, C, 3, D)
+    k = model.cycle_stiffness
+    energy += 0.5 * np.einsum("c,wci,wci->w", k, gap, gap)
+    grad += np.einsum("c,wcid,wci->wd", k, jg, gap)
+    hess += np.einsum("c,wcid,wcie->wde", k, jg, jg)
+    return energy, grad, hess
+
+
 TERMS = (link_terms, rotor_inertia, viscous_friction, dry_friction, rotation_joint_terms, soft_limits, drives, ranges,
-         dof_loads)
+         dof_loads, cycle_joints)
 
 
 def total(model, q, stage: StageData):

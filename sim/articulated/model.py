@@ -19,6 +19,7 @@ from ..validation import as_int, as_real, real_array
 from .kinematics import forward_kinematics
 from .params import (
     ArticulatedActorParams,
+    ArticulatedCycleJointParams,
     ArticulatedDofInfo,
     ArticulatedJointFrictionParams,
     ArticulatedJointParams,
@@ -64,6 +65,11 @@ class ArticulationModel:
     dof_limit_stiffness: np.ndarray  # (D,)
     dof_limit_damping: np.ndarray  # (D,)
     joint_velocities: np.ndarray  # (D,) initial
+    cycle_parent: np.ndarray  # (C,) int, link holding the anchor
+    cycle_child: np.ndarray  # (C,) int, link holding the pivot
+    cycle_child_point: np.ndarray  # (C, 3) pivot in the child link frame (the inverse of joint_from_child_link)
+    cycle_parent_point: np.ndarray  # (C, 3) anchor in the parent link frame: where the pivot is at the zero pose
+    cycle_stiffness: np.ndarray  # (C,) N/m
 
     @property
     def num_links(self) -> int:
@@ -96,6 +102,31 @@ def _check_tree(links) -> np.ndarray:
             raise ValueError(f"{_where('link', i, links[i].name)}: parent_link must be in [0, {i - 1}] (links are "
                              f"listed parent-first and only the root has -1), got {p}")
     return np.array(parents, dtype=np.int64)
+
+
+def _check_cycles(cycles, links, parent):
+    """(parent, child, child point, stiffness) per cycle joint, validated."""
+    out = []
+    for c, cy in enumerate(cycles):
+        where = f"cycle {c}"
+        if not isinstance(cy, ArticulatedCycleJointParams):
+            raise TypeError(f"{where}: expected ArticulatedCycleJointParams, got {type(cy).__name__}")
+        n = len(links)
+        pa = as_int(cy.parent_link, f"{where}: parent_link", 0, n - 1, "a link index of this actor")
+        ch = as_int(cy.child_link, f"{where}: child_link", 0, n - 1, "a link index of this actor")
+        if pa == ch or parent[ch] == pa or parent[pa] == ch:
+            raise ValueError(f"{where}: parent_link {pa} and child_link {ch} must be two links that the tree does not "
+                             f"already join directly")
+        if not isinstance(cy.joint_from_child_link, TransformRT):
+            raise TypeError(f"{where}: joint_from_child_link must be a TransformRT")
+        k = as_real(cy.stiffness, f"{where}: stiffness")
+        if not (math.isfinite(k) and k >= 0):
+            raise ValueError(f"{where}: stiffness must be finite and >= 0, got {k}")
+        # joint_from_child_link places the child link in the cycle joint's frame, so the pivot (the joint's origin)
+        # sits at -R^T t in the child link frame (measured on the reference: the other sign is off by 5e-2 in a step).
+        t = cy.joint_from_child_link
+        out.append((pa, ch, -t.rotation_matrix.T @ t.translation_array, k))
+    return out
 
 
 def _check_friction(f, where: str) -> ArticulatedJointFrictionParams:
@@ -181,8 +212,7 @@ def build_model(params: ArticulatedActorParams) -> ArticulationModel:
     if len(joints) != len(links):
         raise ValueError(f"joints: expected one joint per link ({len(links)} links), got {len(joints)} joints")
     parent = _check_tree(links)
-    if params.cycles:
-        raise ValueError("cycles: cycle joints are not supported yet by this engine; build the tree without them")
+    cycles = _check_cycles(list(params.cycles), links, parent)
 
     link_names, joint_names, types, axes, prot, ptrans, j2l = [], [], [], [], [], [], []
     records, infos, frictions, rotor = [], [], [], []
@@ -250,7 +280,7 @@ def build_model(params: ArticulatedActorParams) -> ArticulationModel:
         if velocities.shape != (offset,) or not np.all(np.isfinite(velocities)):
             raise ValueError(f"joint_velocities must be {offset} finite values (one per DoF), got "
                              f"{np.asarray(params.joint_velocities).tolist()}")
-    return ArticulationModel(
+    model = ArticulationModel(
         name=params.name, link_names=tuple(link_names), joint_names=tuple(joint_names), parent=parent,
         joint_type=tuple(types), axis=np.array(axes), parent_rotation=np.array(prot),
         parent_translation=np.array(ptrans), joint_to_link=np.array(j2l),
@@ -261,7 +291,17 @@ def build_model(params: ArticulatedActorParams) -> ArticulationModel:
         dof_joint=np.array(dof_joint, dtype=np.int64), friction=tuple(frictions), rotor_inertia=np.array(rotor),
         dof_lower=np.array(lower, dtype=float), dof_upper=np.array(upper, dtype=float),
         dof_limit_stiffness=np.array(lk_stiff, dtype=float), dof_limit_damping=np.array(lk_damp, dtype=float),
-        joint_velocities=velocities)
+        joint_velocities=velocities, cycle_parent=np.array([c[0] for c in cycles], dtype=np.int64),
+        cycle_child=np.array([c[1] for c in cycles], dtype=np.int64),
+        cycle_child_point=np.array([c[2] for c in cycles]).reshape(-1, 3),
+        cycle_parent_point=np.zeros((len(cycles), 3)), cycle_stiffness=np.array([c[3] for c in cycles], dtype=float))
+    if not cycles:
+        return model
+    # The anchor is the pivot's place in the parent link at the zero pose (the tree's rest configuration).
+    rot, origin, _ = forward_kinematics(model, np.zeros((1, model.num_dofs)))
+    pivot = origin[0, model.cycle_child] + np.einsum("cij,cj->ci", rot[0, model.cycle_child], model.cycle_child_point)
+    anchor = np.einsum("cji,cj->ci", rot[0, model.cycle_parent], pivot - origin[0, model.cycle_parent])
+    return replace(model, cycle_parent_point=anchor)
 
 
 def shape_info(model: ArticulationModel) -> ArticulatedShapeInfo:

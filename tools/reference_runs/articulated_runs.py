@@ -21,6 +21,8 @@ BACKWARD_EULER; dt = DT; "tight" solver = abs_tol = rel_tol = 1e-12, max_iter 10
 * ``loads_and_range``: SPHERICAL root, REVOLUTE (z), PRISMATIC (x); constant generalized forces LOAD_VALUES on
   every DoF (set_external_forces_on_dofs) and a single-DoF range constraint [-0.1, 0.1] on the revolute (stiffness
   500, damping 3); started from Q0_LOADS at rest.
+* ``cycle_chain``: the hanging chain with a cycle joint tying link 2 to link 0 (joint_from_child_link translation
+  CYCLE_PIVOT, stiffness CYCLE_STIFFNESS), started from Q0_CYCLE.
 * ``mixed``: prismatic rail along x (drive: single-DoF target constraint to 0.3 m, stiffness 200, damping 5;
   joint friction viscous 0.5, coulomb 0.2), then a revolute about z with a limit [-0.3, 0.3] rad (stiffness 100,
   damping 0) and joint friction (viscous 0.05, coulomb 0.02), then a revolute about z with rotor inertia 0.01;
@@ -54,6 +56,9 @@ QD0_FREE_SPHERICAL = [0.5, 1.0, -0.3, 0.2, 1.5, -0.4, 2.0, -1.0, 0.5, -1.0]
 Q0_SPHERICAL_LIMITS = [0.3, -0.1, 0.05, 0.2]  # starts past the x limit
 QD0_SPHERICAL_LIMITS = [0.0, 2.0, 1.0, 0.0]
 Q0_LOADS = [0.1, -0.2, 0.05, 0.0, 0.02]
+Q0_CYCLE = [0.3, -0.2, 0.1]
+CYCLE_PIVOT = (0.05, -0.2, 0.0)
+CYCLE_STIFFNESS = 2000.0
 LOAD_DOFS = (0, 1, 2, 3, 4)
 LOAD_VALUES = (0.05, -0.03, 0.02, 0.3, -0.5)  # N m on the spherical and revolute DoFs, N on the prismatic
 
@@ -178,6 +183,19 @@ def loads_and_range(shape) -> dict:
     return out
 
 
+def cycle_chain(shape) -> dict:
+    scene = sdp.create_scene("cycle_chain")
+    scene.set_solver_params(solver_params(sdp.IntegrationMethod.BACKWARD_EULER, **TIGHT))
+    p = sdp.ArticulatedActorParams(name="cy", world_from_root=sdp.TransformRT(translation=[0, 2, 0]))
+    p.joints = [sdp.ArticulatedJointParams(type=JT.REVOLUTE, axis=[0, 0, 1],
+                                           parent_link_from_joint=sdp.TransformRT(translation=[0, -0.2 if i else 0, 0]))
+                for i in range(3)]
+    p.links = [link(shape, i - 1) for i in range(3)]
+    p.cycles = [sdp.ArticulatedCycleJointParams(parent_link=0, child_link=2, stiffness=CYCLE_STIFFNESS,
+                                                joint_from_child_link=sdp.TransformRT(translation=list(CYCLE_PIVOT)))]
+    return run(scene, scene.create_articulated_actor(p), Q0_CYCLE, STEPS)
+
+
 def main() -> None:
     shape = mesh_shape(*box_mesh(LINK_HALF))
     out = {"build": precision(), "script": "tools/reference_runs/articulated_runs.py",
@@ -188,7 +206,8 @@ def main() -> None:
            "free_spherical_friction_inertia": free_spherical(
                shape, spherical_friction={"viscous": 0.3, "coulomb": 0.05}, spherical_inertia=0.02),
            "mixed_limit_damping_hard_tip": mixed(shape, limit_damping=5.0, hard_tip=True, upper=0.1),
-           "spherical_limits": spherical_limits(shape), "loads_and_range": loads_and_range(shape)}
+           "spherical_limits": spherical_limits(shape), "loads_and_range": loads_and_range(shape),
+           "cycle_chain": cycle_chain(shape)}
     json.dump(out, sys.stdout)
     sys.stdout.write("\n")
 
