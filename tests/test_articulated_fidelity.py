@@ -167,3 +167,28 @@ def test_two_worlds_stepped_together_equal_each_alone():
         for _ in range(3):
             alone.step(0.01)
         assert np.array_equal(alone.q[0], together.q[w])
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda o: o.step(0.0), "dt must be a finite number in"),
+    (lambda o: o.step(float("nan")), "dt must be a finite number in"),
+    (lambda o: o.set_pose([0.1, np.nan, 0.0]), "pose must be finite"),
+    (lambda o: o.set_pose([0.1, 0.2]), "could not be broadcast|shape"),
+    (lambda o: o.add_single_dof_target(3, 0, 0.1), "joint_index must be in"),
+    (lambda o: o.add_single_dof_target(0, 1, 0.1), "dof_index must be in"),
+    (lambda o: o.add_single_dof_range(0, 0, 0.2, 0.1), "min_value must be <= max_value"),
+    (lambda o: o.set_external_forces_on_dofs([5], [1.0]), r"dof_indices must be in \[0, 2\]"),
+    (lambda o: o.set_external_forces_on_dofs([0], [np.inf]), "forces finite"),
+])
+def test_bad_input_is_refused_and_leaves_the_state_as_it_was(call, match):
+    oracle = hanging_chain()
+    oracle.set_pose([0.1, 0.2, 0.3])
+    oracle.step(0.01)
+    before = (oracle.q.copy(), oracle.joint_velocity.copy(), oracle.link_velocity.copy(), len(oracle.drives),
+              len(oracle.ranges), oracle.dof_loads.copy())
+    with pytest.raises((ValueError, TypeError), match=match):
+        call(oracle)
+    after = (oracle.q, oracle.joint_velocity, oracle.link_velocity, len(oracle.drives), len(oracle.ranges),
+             oracle.dof_loads)
+    for a, b in zip(before, after):
+        assert np.array_equal(a, b)
