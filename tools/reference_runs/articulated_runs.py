@@ -68,6 +68,14 @@ def link(shape, parent):
                                      parent_joint_from_link=sdp.TransformRT(translation=[0, -0.2, 0]))
 
 
+def tight_scene(name, world_from_root=None):
+    """A scene with the tight BACKWARD_EULER solver and empty actor params rooted at (0, 2, 0) unless given."""
+    scene = sdp.create_scene(name)
+    scene.set_solver_params(solver_params(sdp.IntegrationMethod.BACKWARD_EULER, **TIGHT))
+    root = world_from_root or sdp.TransformRT(translation=[0, 2, 0])
+    return scene, sdp.ArticulatedActorParams(name=name, world_from_root=root)
+
+
 def run(scene, actor, q0, steps) -> dict:
     n = actor.get_num_dofs()
     actor.set_articulated_pose_from_joints(reals(q0))
@@ -90,9 +98,7 @@ def run(scene, actor, q0, steps) -> dict:
 
 
 def hanging_chain(shape) -> dict:
-    scene = sdp.create_scene("chain")
-    scene.set_solver_params(solver_params(sdp.IntegrationMethod.BACKWARD_EULER, **TIGHT))
-    p = sdp.ArticulatedActorParams(name="chain", world_from_root=sdp.TransformRT(translation=[0, 2, 0]))
+    scene, p = tight_scene("chain")
     p.joints = [sdp.ArticulatedJointParams(type=JT.REVOLUTE, axis=[0, 0, 1],
                                            parent_link_from_joint=sdp.TransformRT(translation=[0, -0.2 if i else 0, 0]))
                 for i in range(3)]
@@ -101,9 +107,7 @@ def hanging_chain(shape) -> dict:
 
 
 def mixed(shape, limit_damping=0.0, hard_tip=False, upper=0.3) -> dict:
-    scene = sdp.create_scene("mixed")
-    scene.set_solver_params(solver_params(sdp.IntegrationMethod.BACKWARD_EULER, **TIGHT))
-    p = sdp.ArticulatedActorParams(name="mixed", world_from_root=sdp.TransformRT(translation=[0, 2, 0]))
+    scene, p = tight_scene("mixed")
     fr = sdp.ArticulatedJointFrictionParams
     p.joints = [
         sdp.ArticulatedJointParams(type=JT.PRISMATIC, axis=[1, 0, 0], friction=fr(viscous=0.5, coulomb=0.2)),
@@ -129,10 +133,7 @@ def mixed(shape, limit_damping=0.0, hard_tip=False, upper=0.3) -> dict:
 
 
 def free_spherical(shape, spherical_friction=None, spherical_inertia=None) -> dict:
-    scene = sdp.create_scene("free_spherical")
-    scene.set_solver_params(solver_params(sdp.IntegrationMethod.BACKWARD_EULER, **TIGHT))
-    root = sdp.TransformRT(sdp.Quaternion(*ROOT_QUAT_XYZW), ROOT_TRANSLATION)
-    p = sdp.ArticulatedActorParams(name="fs", world_from_root=root)
+    scene, p = tight_scene("free_spherical", sdp.TransformRT(sdp.Quaternion(*ROOT_QUAT_XYZW), ROOT_TRANSLATION))
     sph = {} if spherical_friction is None else {"friction": sdp.ArticulatedJointFrictionParams(**spherical_friction)}
     if spherical_inertia is not None:
         sph["inertia"] = spherical_inertia
@@ -149,9 +150,7 @@ def free_spherical(shape, spherical_friction=None, spherical_inertia=None) -> di
 
 
 def spherical_limits(shape) -> dict:
-    scene = sdp.create_scene("spherical_limits")
-    scene.set_solver_params(solver_params(sdp.IntegrationMethod.BACKWARD_EULER, **TIGHT))
-    p = sdp.ArticulatedActorParams(name="sl", world_from_root=sdp.TransformRT(translation=[0, 2, 0]))
+    scene, p = tight_scene("spherical_limits")
     p.joints = [sdp.ArticulatedJointParams(type=JT.SPHERICAL, min_limit=[-0.2, -0.3, -0.1], max_limit=[0.25, 0.2, 0.1],
                                            limit_stiffness=300.0, limit_damping=2.0),
                 sdp.ArticulatedJointParams(type=JT.REVOLUTE, axis=[0, 0, 1],
@@ -162,9 +161,7 @@ def spherical_limits(shape) -> dict:
 
 
 def loads_and_range(shape) -> dict:
-    scene = sdp.create_scene("loads_and_range")
-    scene.set_solver_params(solver_params(sdp.IntegrationMethod.BACKWARD_EULER, **TIGHT))
-    p = sdp.ArticulatedActorParams(name="lr", world_from_root=sdp.TransformRT(translation=[0, 2, 0]))
+    scene, p = tight_scene("loads_and_range")
     p.joints = [sdp.ArticulatedJointParams(type=JT.SPHERICAL),
                 sdp.ArticulatedJointParams(type=JT.REVOLUTE, axis=[0, 0, 1],
                                            parent_link_from_joint=sdp.TransformRT(translation=[0, -0.2, 0])),
@@ -184,9 +181,7 @@ def loads_and_range(shape) -> dict:
 
 
 def cycle_chain(shape) -> dict:
-    scene = sdp.create_scene("cycle_chain")
-    scene.set_solver_params(solver_params(sdp.IntegrationMethod.BACKWARD_EULER, **TIGHT))
-    p = sdp.ArticulatedActorParams(name="cy", world_from_root=sdp.TransformRT(translation=[0, 2, 0]))
+    scene, p = tight_scene("cycle_chain")
     p.joints = [sdp.ArticulatedJointParams(type=JT.REVOLUTE, axis=[0, 0, 1],
                                            parent_link_from_joint=sdp.TransformRT(translation=[0, -0.2 if i else 0, 0]))
                 for i in range(3)]
