@@ -1,19 +1,27 @@
-"""A backward-Euler Newton step over joint coordinates for articulated-only scenes: the oracle the compiled path
-will be held to, and what the fidelity tests run against the released engine's trajectories.
+"""A Newton step over joint coordinates for articulated-only scenes (BACKWARD_EULER, BDF2, BDF3): the oracle the
+compiled path will be held to, and what the fidelity tests run against the released engine's trajectories.
 
 State per world: the pose q, the joint velocities, and a rigid velocity state (v, F = skew(w) + S) for each link and
 for each joint's own motion, which the engine keeps: after a step v = (c - c0)/dt and F = (R - R0)/dt R^T (finite
 differences, as for a rigid actor), so the next stage's predictor is 2 X - X_prev. Setting joint velocities, or a
 pose, makes the link velocities J(q) qdot, with S chosen so that the rotation predictor is a rotation
 (sim/pipeline.velocity_sym_for_spin).
+
+Multistep methods (sim/integration.py) start the stage from y* = sum alpha_r y_{n+1-r}: the joint pose (rotation
+blocks combined in the Lie algebra) and every velocity state (joint and link, linearly); the links' stage-start
+transforms are the forward kinematics of q*; the stage has length beta dt. Any setter restarts the history, so
+the next step is BACKWARD_EULER, as in the engine.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .. import lie
-from ..params import DEFAULT_GRAVITY
+from ..integration import combine_rotations, combine_vectors, effective_tableau
+from ..params import DEFAULT_GRAVITY, IntegrationMethod
 from ..pipeline import velocity_sym_for_spin
 from ..validation import as_int, bounded_real, real_array
 from .energy import Drive, RangeConstraint, StageData, total
@@ -25,6 +33,18 @@ from .params import ArticulatedJointType as JT
 _ARMIJO = 1e-4
 # Relative size of float64 round-off in the summed stage energy (tens of terms of size ~m |dc|^2 / dt^2).
 _ENERGY_ROUND_OFF = 1e-13
+
+
+@dataclass
+class _Snapshot:
+    """One completed state: pose and every velocity state (W-leading arrays)."""
+
+    q: np.ndarray
+    joint_velocity: np.ndarray
+    link_velocity: np.ndarray
+    link_f: np.ndarray
+    joint_lin: np.ndarray
+    joint_f: np.ndarray
 
 
 class ArticulatedOracle:
@@ -57,6 +77,7 @@ class ArticulatedOracle:
             if m.joint_type[j] == JT.FREE:
                 self.joint_lin[:, j] = self.joint_velocity[:, info.offset:info.offset + 3]
         self._spin_dirty = True  # S is set once the step length is known, as the engine does
+        self._history: list[_Snapshot] = []  # newest first; empty after a setter (the next step is BE)
 
     def set_pose(self, q) -> None:
         """Set the pose of every world; the links' velocities become J(q) qdot of the current joint velocities, as
@@ -112,25 +133,55 @@ class ArticulatedOracle:
         rot, origin, _ = forward_kinematics(self.model, self.q)
         return rot, origin
 
-    def step(self, dt: float, abs_tol: float = 1e-9, step_tol: float = 1e-14, max_iter: int = 100) -> None:
-        """One backward-Euler step: minimize the stage energy over q by Newton with a backtracking line search.
+    def _combine_pose(self, poses, coeffs):
+        """q* = q_n + sum coeffs_r (q_r - q_n) on scalar DoFs; rotation blocks combined in the Lie algebra."""
+        out = combine_vectors(poses[0], coeffs, poses[1:])
+        for jtype, info in zip(self.model.joint_type, self.model.dof_info):
+            if jtype in (JT.SPHERICAL, JT.FREE):
+                sl = slice(info.get_rot_offset(), info.get_rot_offset() + 3)
+                rots = [lie.exp_so3(np.ascontiguousarray(p[:, sl])) for p in poses]
+                out[:, sl] = lie.log_so3(combine_rotations(rots[0], coeffs, rots[1:]))
+        return out
+
+    def step(self, dt: float, method: IntegrationMethod = IntegrationMethod.BACKWARD_EULER, abs_tol: float = 1e-9,
+             step_tol: float = 1e-14, max_iter: int = 100) -> None:
+        """One step of a single-stage method: minimize the stage energy over q by Newton with a backtracking line
+        search.
 
         A world stops once its largest gradient entry is <= ``abs_tol`` or its Newton step moved no DoF by more than
         ``step_tol`` (the gradient's round-off floor grows with m/dt^2, so a fixed gradient bound alone can stall)."""
         dt = bounded_real(dt, "dt", 0.0, np.inf, low_open=True)
+        if not isinstance(method, IntegrationMethod):
+            raise TypeError(f"method must be an IntegrationMethod, got {method!r}")
         m = self.model
-        q0 = self.q.copy()
+        if self._spin_dirty or not self._history:
+            if self._spin_dirty:
+                h0 = effective_tableau(method, 1).stage_dt_factors[0] * dt
+                self.link_f = lie.skew(self.link_omega) + velocity_sym_for_spin(self.link_omega, h0)
+                self.joint_f = lie.skew(self.joint_omega) + velocity_sym_for_spin(self.joint_omega, h0)
+                self._spin_dirty = False
+            self._history = [self._snapshot()]
+        tab = effective_tableau(method, len(self._history))
+        if tab.num_stages != 1:
+            raise ValueError(f"method {method.name}: the articulated oracle runs single-stage methods "
+                             f"(BACKWARD_EULER, BDF2, BDF3) only")
+        dt_stage = float(tab.stage_dt_factors[0]) * dt
+        hist = self._history[:tab.num_history]
+        coeffs = tab.alpha[1:]
+
+        def start(name):
+            return combine_vectors(getattr(hist[0], name), coeffs, [getattr(s_, name) for s_ in hist[1:]])
+
+        q0 = self._combine_pose([s_.q for s_ in hist], coeffs)
+        link_v, link_f, joint_lin, joint_f = (start("link_velocity"), start("link_f"), start("joint_lin"),
+                                              start("joint_f"))
         rot0, _, com0 = forward_kinematics(m, q0)
         jrot0, jtrans0 = joint_transforms(m, q0)
-        if self._spin_dirty:
-            self.link_f = lie.skew(self.link_omega) + velocity_sym_for_spin(self.link_omega, dt)
-            self.joint_f = lie.skew(self.joint_omega) + velocity_sym_for_spin(self.joint_omega, dt)
-            self._spin_dirty = False
-        stage = StageData(dt=dt, q0=q0, link_pred_com=com0 + dt * self.link_velocity,
-                          link_pred_rot=rot0 + dt * (self.link_f @ rot0), joint_velocity0=self.joint_velocity,
+        stage = StageData(dt=dt_stage, q0=q0, link_pred_com=com0 + dt_stage * link_v,
+                          link_pred_rot=rot0 + dt_stage * (link_f @ rot0), joint_velocity0=start("joint_velocity"),
                           gravity=self.gravity, drives=self.drives, ranges=self.ranges, dof_loads=self.dof_loads,
-                          joint_pred_trans=jtrans0 + dt * self.joint_lin,
-                          joint_pred_rot=jrot0 + dt * (self.joint_f @ jrot0))
+                          joint_pred_trans=jtrans0 + dt_stage * joint_lin,
+                          joint_pred_rot=jrot0 + dt_stage * (joint_f @ jrot0))
         q = q0.copy()
         active = np.ones(self.num_worlds, dtype=bool)
         iterations = np.zeros(self.num_worlds, dtype=np.int64)
@@ -160,18 +211,23 @@ class ArticulatedOracle:
             active &= moved > step_tol
         self.last_iterations = iterations
         rot1, _, com1 = forward_kinematics(m, q)
-        self.link_velocity = (com1 - com0) / dt
-        self.link_f = (rot1 - rot0) / dt @ np.swapaxes(rot1, -1, -2)
+        self.link_velocity = (com1 - com0) / dt_stage
+        self.link_f = (rot1 - rot0) / dt_stage @ np.swapaxes(rot1, -1, -2)
         self.link_omega = lie.axial(self.link_f)
         jrot1, jtrans1 = joint_transforms(m, q)
-        self.joint_lin = (jtrans1 - jtrans0) / dt
-        self.joint_f = (jrot1 - jrot0) / dt @ np.swapaxes(jrot1, -1, -2)
+        self.joint_lin = (jtrans1 - jtrans0) / dt_stage
+        self.joint_f = (jrot1 - jrot0) / dt_stage @ np.swapaxes(jrot1, -1, -2)
         self.joint_omega = lie.axial(self.joint_f)
         # Reported joint velocities (as the engine reports them): scalar DoFs dq/dt; rotation blocks the joint's
         # angular velocity axial((R_j - R_j0)/dt R_j^T) in its parent frame (not log(R_j R_j0^T)/dt).
-        self.joint_velocity = pose_delta(m, q0, q) / dt
+        self.joint_velocity = pose_delta(m, q0, q) / dt_stage
         for j, info in enumerate(m.dof_info):
             if m.joint_type[j] in (JT.SPHERICAL, JT.FREE):
                 o = info.get_rot_offset()
                 self.joint_velocity[:, o:o + 3] = self.joint_omega[:, j]
         self.q = q
+        self._history = [self._snapshot()] + self._history[:2]
+
+    def _snapshot(self) -> _Snapshot:
+        return _Snapshot(self.q.copy(), self.joint_velocity.copy(), self.link_velocity.copy(), self.link_f.copy(),
+                         self.joint_lin.copy(), self.joint_f.copy())

@@ -28,6 +28,9 @@ BACKWARD_EULER; dt = DT; "tight" solver = abs_tol = rel_tol = 1e-12, max_iter 10
   damping 0) and joint friction (viscous 0.05, coulomb 0.02), then a revolute about z with rotor inertia 0.01;
   started from Q0_MIXED at rest.
 
+``bdf2`` holds three of them again with IntegrationMethod.BDF2 (its first step is BACKWARD_EULER), ``bdf3`` two
+with BDF3 (BACKWARD_EULER, then BDF2, then BDF3).
+
 Each records ``pose`` and ``joint_velocities`` after every step, the solver stats, and each link's mass, CoM
 (link frame) and Real6 moment of inertia.
 """
@@ -68,10 +71,10 @@ def link(shape, parent):
                                      parent_joint_from_link=sdp.TransformRT(translation=[0, -0.2, 0]))
 
 
-def tight_scene(name, world_from_root=None):
-    """A scene with the tight BACKWARD_EULER solver and empty actor params rooted at (0, 2, 0) unless given."""
+def tight_scene(name, world_from_root=None, method=None):
+    """A scene with the tight solver (BACKWARD_EULER unless given) and empty actor params rooted at (0, 2, 0)."""
     scene = sdp.create_scene(name)
-    scene.set_solver_params(solver_params(sdp.IntegrationMethod.BACKWARD_EULER, **TIGHT))
+    scene.set_solver_params(solver_params(method or sdp.IntegrationMethod.BACKWARD_EULER, **TIGHT))
     root = world_from_root or sdp.TransformRT(translation=[0, 2, 0])
     return scene, sdp.ArticulatedActorParams(name=name, world_from_root=root)
 
@@ -97,8 +100,8 @@ def run(scene, actor, q0, steps) -> dict:
             "links": links, "max_newton_iters": max(s["max_non_linear_iters"] for s in stats)}
 
 
-def hanging_chain(shape) -> dict:
-    scene, p = tight_scene("chain")
+def hanging_chain(shape, method=None) -> dict:
+    scene, p = tight_scene("chain", method=method)
     p.joints = [sdp.ArticulatedJointParams(type=JT.REVOLUTE, axis=[0, 0, 1],
                                            parent_link_from_joint=sdp.TransformRT(translation=[0, -0.2 if i else 0, 0]))
                 for i in range(3)]
@@ -106,8 +109,8 @@ def hanging_chain(shape) -> dict:
     return run(scene, scene.create_articulated_actor(p), Q0_CHAIN, STEPS)
 
 
-def mixed(shape, limit_damping=0.0, hard_tip=False, upper=0.3) -> dict:
-    scene, p = tight_scene("mixed")
+def mixed(shape, limit_damping=0.0, hard_tip=False, upper=0.3, method=None) -> dict:
+    scene, p = tight_scene("mixed", method=method)
     fr = sdp.ArticulatedJointFrictionParams
     p.joints = [
         sdp.ArticulatedJointParams(type=JT.PRISMATIC, axis=[1, 0, 0], friction=fr(viscous=0.5, coulomb=0.2)),
@@ -132,8 +135,9 @@ def mixed(shape, limit_damping=0.0, hard_tip=False, upper=0.3) -> dict:
     return out
 
 
-def free_spherical(shape, spherical_friction=None, spherical_inertia=None) -> dict:
-    scene, p = tight_scene("free_spherical", sdp.TransformRT(sdp.Quaternion(*ROOT_QUAT_XYZW), ROOT_TRANSLATION))
+def free_spherical(shape, spherical_friction=None, spherical_inertia=None, method=None) -> dict:
+    scene, p = tight_scene("free_spherical", sdp.TransformRT(sdp.Quaternion(*ROOT_QUAT_XYZW), ROOT_TRANSLATION),
+                           method)
     sph = {} if spherical_friction is None else {"friction": sdp.ArticulatedJointFrictionParams(**spherical_friction)}
     if spherical_inertia is not None:
         sph["inertia"] = spherical_inertia
@@ -203,6 +207,15 @@ def main() -> None:
            "mixed_limit_damping_hard_tip": mixed(shape, limit_damping=5.0, hard_tip=True, upper=0.1),
            "spherical_limits": spherical_limits(shape), "loads_and_range": loads_and_range(shape),
            "cycle_chain": cycle_chain(shape)}
+    bdf2 = sdp.IntegrationMethod.BDF2
+    out["bdf2"] = {"hanging_chain": hanging_chain(shape, bdf2), "mixed": mixed(shape, method=bdf2),
+                   "free_spherical_friction_inertia": free_spherical(
+                       shape, spherical_friction={"viscous": 0.3, "coulomb": 0.05}, spherical_inertia=0.02,
+                       method=bdf2)}
+    out["bdf3"] = {"hanging_chain": hanging_chain(shape, sdp.IntegrationMethod.BDF3),
+                   "free_spherical_friction_inertia": free_spherical(
+                       shape, spherical_friction={"viscous": 0.3, "coulomb": 0.05}, spherical_inertia=0.02,
+                       method=sdp.IntegrationMethod.BDF3)}
     json.dump(out, sys.stdout)
     sys.stdout.write("\n")
 
