@@ -91,10 +91,16 @@ def link_jacobians(model, q: np.ndarray):
             jac[:, :, :3, col] = moved * v[:, None, :]
             col += 1
         for w in rot_axes:
-            jac[:, :, :3, col] = moved * np.cross(w[:, None, :], arm)
+            jac[:, :, :3, col] = moved * _cross(w[:, None, :], arm)
             jac[:, :, 3:, col] = moved * w[:, None, :]
             col += 1
     return rot, origin, com, jac
+
+
+def _cross(a, b):
+    """a x b over the last axis (numpy's cross spends most of its time moving axes for these small arrays)."""
+    return np.stack([a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1], a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2],
+                     a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]], axis=-1)
 
 
 def _subtree(model, k: int) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""A Newton step over joint coordinates for articulated-only scenes (BACKWARD_EULER, BDF2, BDF3): the oracle the
+"""A Newton step over joint coordinates for articulated-only scenes, for every integration method: the oracle the
 compiled path will be held to, and what the fidelity tests run against the released engine's trajectories.
 
 State per world: the pose q, the joint velocities, and a rigid velocity state (v, F = skew(w) + S) for each link and
@@ -7,10 +7,11 @@ differences, as for a rigid actor), so the next stage's predictor is 2 X - X_pre
 pose, makes the link velocities J(q) qdot, with S chosen so that the rotation predictor is a rotation
 (sim/pipeline.velocity_sym_for_spin).
 
-Multistep methods (sim/integration.py) start the stage from y* = sum alpha_r y_{n+1-r}: the joint pose (rotation
-blocks combined in the Lie algebra) and every velocity state (joint and link, linearly); the links' stage-start
-transforms are the forward kinematics of q*; the stage has length beta dt. Any setter restarts the history, so
-the next step is BACKWARD_EULER, as in the engine.
+Methods follow sim/integration.py: the step starts from y* = sum alpha_r y_{n+1-r}, stage i from
+y* + sum a~_ij (Y_j - y*), and ends at y* + sum b~_i (Y_i - y*), each combination over the joint pose (rotation
+blocks in the Lie algebra) and every velocity state (joint and link, linearly); the links' stage-start transforms
+are the forward kinematics of the combined pose. Any setter restarts the history, so the next step is
+BACKWARD_EULER, as in the engine.
 """
 
 from __future__ import annotations
@@ -143,50 +144,67 @@ class ArticulatedOracle:
                 out[:, sl] = lie.log_so3(combine_rotations(rots[0], coeffs, rots[1:]))
         return out
 
+    def _combine(self, base: _Snapshot, coeffs, others) -> _Snapshot:
+        """base + sum_j coeffs[j] (others[j] - base) for every field (pose rotation blocks in the Lie algebra)."""
+        def vec(name):
+            return combine_vectors(getattr(base, name), coeffs, [getattr(o, name) for o in others])
+
+        return _Snapshot(self._combine_pose([base.q] + [o.q for o in others], coeffs), vec("joint_velocity"),
+                         vec("link_velocity"), vec("link_f"), vec("joint_lin"), vec("joint_f"))
+
     def step(self, dt: float, method: IntegrationMethod = IntegrationMethod.BACKWARD_EULER, abs_tol: float = 1e-9,
              step_tol: float = 1e-14, max_iter: int = 100) -> None:
-        """One step of a single-stage method: minimize the stage energy over q by Newton with a backtracking line
-        search.
+        """One step of ``method`` (the framework of sim/integration.py): every stage minimizes its stage energy over
+        q by Newton with a backtracking line search.
 
         A world stops once its largest gradient entry is <= ``abs_tol`` or its Newton step moved no DoF by more than
         ``step_tol`` (the gradient's round-off floor grows with m/dt^2, so a fixed gradient bound alone can stall)."""
         dt = bounded_real(dt, "dt", 0.0, np.inf, low_open=True)
         if not isinstance(method, IntegrationMethod):
             raise TypeError(f"method must be an IntegrationMethod, got {method!r}")
-        m = self.model
         if self._spin_dirty or not self._history:
-            if self._spin_dirty:
-                h0 = effective_tableau(method, 1).stage_dt_factors[0] * dt
-                self.link_f = lie.skew(self.link_omega) + velocity_sym_for_spin(self.link_omega, h0)
-                self.joint_f = lie.skew(self.joint_omega) + velocity_sym_for_spin(self.joint_omega, h0)
+            if self._spin_dirty:  # S for velocities set from outside, with the step's dt as the engine does
+                self.link_f = lie.skew(self.link_omega) + velocity_sym_for_spin(self.link_omega, dt)
+                self.joint_f = lie.skew(self.joint_omega) + velocity_sym_for_spin(self.joint_omega, dt)
                 self._spin_dirty = False
             self._history = [self._snapshot()]
         tab = effective_tableau(method, len(self._history))
-        if tab.num_stages != 1:
-            raise ValueError(f"method {method.name}: the articulated oracle runs single-stage methods "
-                             f"(BACKWARD_EULER, BDF2, BDF3) only")
-        dt_stage = float(tab.stage_dt_factors[0]) * dt
         hist = self._history[:tab.num_history]
-        coeffs = tab.alpha[1:]
+        star = self._combine(hist[0], tab.alpha[1:], hist[1:])
+        stages, iterations = [], np.zeros(self.num_worlds, dtype=np.int64)
+        for i in range(tab.num_stages):
+            start = star if i == 0 else self._combine(star, tab.a_tilde(i), stages)
+            end, its = self._solve_stage(start, float(tab.stage_dt_factors[i]) * dt, abs_tol, step_tol, max_iter)
+            stages.append(end)
+            iterations += its
+        self.last_iterations = iterations
+        # b~ = (1,) (BE, BDF): the step ends at the stage itself, not at y* + 1 (Y - y*), which rounds differently
+        single = tab.num_stages == 1 and float(tab.b_tilde[0]) == 1.0
+        result = stages[0] if single else self._combine(star, tab.b_tilde, stages)
+        self.q, self.joint_velocity = result.q, result.joint_velocity
+        self.link_velocity, self.link_f = result.link_velocity, result.link_f
+        self.joint_lin, self.joint_f = result.joint_lin, result.joint_f
+        self.link_omega, self.joint_omega = lie.axial(self.link_f), lie.axial(self.joint_f)
+        self._history = [self._snapshot()] + self._history[:2]
 
-        def start(name):
-            return combine_vectors(getattr(hist[0], name), coeffs, [getattr(s_, name) for s_ in hist[1:]])
-
-        q0 = self._combine_pose([s_.q for s_ in hist], coeffs)
-        link_v, link_f, joint_lin, joint_f = (start("link_velocity"), start("link_f"), start("joint_lin"),
-                                              start("joint_f"))
+    def _solve_stage(self, start: _Snapshot, dt_stage: float, abs_tol, step_tol, max_iter):
+        """Solve one stage of length dt_stage from ``start``; returns its end state (velocities are the stage's
+        finite differences) and the Newton iterations per world."""
+        m = self.model
+        q0 = start.q
         rot0, _, com0 = forward_kinematics(m, q0)
         jrot0, jtrans0 = joint_transforms(m, q0)
-        stage = StageData(dt=dt_stage, q0=q0, link_pred_com=com0 + dt_stage * link_v,
-                          link_pred_rot=rot0 + dt_stage * (link_f @ rot0), joint_velocity0=start("joint_velocity"),
-                          gravity=self.gravity, drives=self.drives, ranges=self.ranges, dof_loads=self.dof_loads,
-                          joint_pred_trans=jtrans0 + dt_stage * joint_lin,
-                          joint_pred_rot=jrot0 + dt_stage * (joint_f @ jrot0))
+        stage = StageData(dt=dt_stage, q0=q0, link_pred_com=com0 + dt_stage * start.link_velocity,
+                          link_pred_rot=rot0 + dt_stage * (start.link_f @ rot0),
+                          joint_velocity0=start.joint_velocity, gravity=self.gravity, drives=self.drives,
+                          ranges=self.ranges, dof_loads=self.dof_loads,
+                          joint_pred_trans=jtrans0 + dt_stage * start.joint_lin,
+                          joint_pred_rot=jrot0 + dt_stage * (start.joint_f @ jrot0))
         q = q0.copy()
         active = np.ones(self.num_worlds, dtype=bool)
         iterations = np.zeros(self.num_worlds, dtype=np.int64)
+        energy, grad, hess = total(m, q, stage)
         for _ in range(max_iter):
-            energy, grad, hess = total(m, q, stage)
             active &= np.max(np.abs(grad), axis=1) > abs_tol
             if not np.any(active):
                 break
@@ -196,7 +214,7 @@ class ArticulatedOracle:
             grad_norm = np.linalg.norm(grad, axis=1)
             for _ls in range(30):
                 trial = add_delta(m, q, alpha[:, None] * direction)
-                e_trial, g_trial, _ = total(m, trial, stage)
+                e_trial, g_trial, h_trial = total(m, trial, stage)
                 # Near the solution the energy change drops below its round-off, so a step that lowers the
                 # gradient there is accepted too (otherwise the search shrinks alpha and stalls the Newton).
                 flat = np.abs(e_trial - energy) <= _ENERGY_ROUND_OFF * (1.0 + np.abs(energy))
@@ -207,26 +225,27 @@ class ArticulatedOracle:
                 alpha = np.where(bad, 0.5 * alpha, alpha)
             iterations += active
             moved = np.max(np.abs(alpha[:, None] * direction), axis=1)
+            # the accepted trial's terms are the next iteration's (a world's own values only: worlds stay apart)
             q = np.where(active[:, None], trial, q)
+            energy = np.where(active, e_trial, energy)
+            grad = np.where(active[:, None], g_trial, grad)
+            hess = np.where(active[:, None, None], h_trial, hess)
             active &= moved > step_tol
-        self.last_iterations = iterations
         rot1, _, com1 = forward_kinematics(m, q)
-        self.link_velocity = (com1 - com0) / dt_stage
-        self.link_f = (rot1 - rot0) / dt_stage @ np.swapaxes(rot1, -1, -2)
-        self.link_omega = lie.axial(self.link_f)
         jrot1, jtrans1 = joint_transforms(m, q)
-        self.joint_lin = (jtrans1 - jtrans0) / dt_stage
-        self.joint_f = (jrot1 - jrot0) / dt_stage @ np.swapaxes(jrot1, -1, -2)
-        self.joint_omega = lie.axial(self.joint_f)
+        joint_f = (jrot1 - jrot0) / dt_stage @ np.swapaxes(jrot1, -1, -2)
         # Reported joint velocities (as the engine reports them): scalar DoFs dq/dt; rotation blocks the joint's
         # angular velocity axial((R_j - R_j0)/dt R_j^T) in its parent frame (not log(R_j R_j0^T)/dt).
-        self.joint_velocity = pose_delta(m, q0, q) / dt_stage
+        joint_velocity = pose_delta(m, q0, q) / dt_stage
+        joint_omega = lie.axial(joint_f)
         for j, info in enumerate(m.dof_info):
             if m.joint_type[j] in (JT.SPHERICAL, JT.FREE):
                 o = info.get_rot_offset()
-                self.joint_velocity[:, o:o + 3] = self.joint_omega[:, j]
-        self.q = q
-        self._history = [self._snapshot()] + self._history[:2]
+                joint_velocity[:, o:o + 3] = joint_omega[:, j]
+        end = _Snapshot(q=q, joint_velocity=joint_velocity, link_velocity=(com1 - com0) / dt_stage,
+                        link_f=(rot1 - rot0) / dt_stage @ np.swapaxes(rot1, -1, -2),
+                        joint_lin=(jtrans1 - jtrans0) / dt_stage, joint_f=joint_f)
+        return end, iterations
 
     def _snapshot(self) -> _Snapshot:
         return _Snapshot(self.q.copy(), self.joint_velocity.copy(), self.link_velocity.copy(), self.link_f.copy(),

@@ -28,8 +28,9 @@ BACKWARD_EULER; dt = DT; "tight" solver = abs_tol = rel_tol = 1e-12, max_iter 10
   damping 0) and joint friction (viscous 0.05, coulomb 0.02), then a revolute about z with rotor inertia 0.01;
   started from Q0_MIXED at rest.
 
-``bdf2`` holds three of them again with IntegrationMethod.BDF2 (its first step is BACKWARD_EULER), ``bdf3`` two
-with BDF3 (BACKWARD_EULER, then BDF2, then BDF3).
+Each other integration method (``bdf2``, ``bdf3``, ``dirk22``, ``dirk23``, ``dirk33``, ``symplectic_dirk12``,
+``symplectic_dirk22``) holds ``hanging_chain`` and ``free_spherical_friction_inertia`` (and ``mixed`` for BDF2 and
+SYMPLECTIC_DIRK12) over METHOD_STEPS steps; multistep methods start up with the lower BDFs.
 
 Each records ``pose`` and ``joint_velocities`` after every step, the solver stats, and each link's mass, CoM
 (link frame) and Real6 moment of inertia.
@@ -49,6 +50,7 @@ JT = sdp.ArticulatedJointType
 LINK_HALF = (0.05, 0.2, 0.05)
 DT = 0.01
 STEPS = 100
+METHOD_STEPS = 40  # the other integration methods' runs
 Q0_CHAIN = [0.5, -0.3, 0.2]
 Q0_MIXED = [0.05, 0.2, -0.4]
 TIGHT = {"abs_tol": 1e-12, "rel_tol": 1e-12, "max_iter": 100}
@@ -100,16 +102,16 @@ def run(scene, actor, q0, steps) -> dict:
             "links": links, "max_newton_iters": max(s["max_non_linear_iters"] for s in stats)}
 
 
-def hanging_chain(shape, method=None) -> dict:
+def hanging_chain(shape, method=None, steps=STEPS) -> dict:
     scene, p = tight_scene("chain", method=method)
     p.joints = [sdp.ArticulatedJointParams(type=JT.REVOLUTE, axis=[0, 0, 1],
                                            parent_link_from_joint=sdp.TransformRT(translation=[0, -0.2 if i else 0, 0]))
                 for i in range(3)]
     p.links = [link(shape, i - 1) for i in range(3)]
-    return run(scene, scene.create_articulated_actor(p), Q0_CHAIN, STEPS)
+    return run(scene, scene.create_articulated_actor(p), Q0_CHAIN, steps)
 
 
-def mixed(shape, limit_damping=0.0, hard_tip=False, upper=0.3, method=None) -> dict:
+def mixed(shape, limit_damping=0.0, hard_tip=False, upper=0.3, method=None, steps=STEPS) -> dict:
     scene, p = tight_scene("mixed", method=method)
     fr = sdp.ArticulatedJointFrictionParams
     p.joints = [
@@ -130,12 +132,12 @@ def mixed(shape, limit_damping=0.0, hard_tip=False, upper=0.3, method=None) -> d
     drive = sdp.ArticulatedSingleDofTargetConstraintParams(actor=actor.get_handle(), joint_index=0, dof_index=0,
                                                            target_value=0.3, stiffness=200.0, damping=5.0)
     scene.create_articulated_single_dof_target_constraint(drive)
-    out = run(scene, actor, Q0_MIXED, STEPS)
+    out = run(scene, actor, Q0_MIXED, steps)
     out["drive"] = {"joint_index": 0, "dof_index": 0, "target_value": 0.3, "stiffness": 200.0, "damping": 5.0}
     return out
 
 
-def free_spherical(shape, spherical_friction=None, spherical_inertia=None, method=None) -> dict:
+def free_spherical(shape, spherical_friction=None, spherical_inertia=None, method=None, steps=STEPS) -> dict:
     scene, p = tight_scene("free_spherical", sdp.TransformRT(sdp.Quaternion(*ROOT_QUAT_XYZW), ROOT_TRANSLATION),
                            method)
     sph = {} if spherical_friction is None else {"friction": sdp.ArticulatedJointFrictionParams(**spherical_friction)}
@@ -150,7 +152,7 @@ def free_spherical(shape, spherical_friction=None, spherical_inertia=None, metho
     ]
     p.links = [link(shape, i - 1) for i in range(3)]
     p.joint_velocities = list(QD0_FREE_SPHERICAL)
-    return run(scene, scene.create_articulated_actor(p), Q0_FREE_SPHERICAL, STEPS)
+    return run(scene, scene.create_articulated_actor(p), Q0_FREE_SPHERICAL, steps)
 
 
 def spherical_limits(shape) -> dict:
@@ -207,15 +209,14 @@ def main() -> None:
            "mixed_limit_damping_hard_tip": mixed(shape, limit_damping=5.0, hard_tip=True, upper=0.1),
            "spherical_limits": spherical_limits(shape), "loads_and_range": loads_and_range(shape),
            "cycle_chain": cycle_chain(shape)}
-    bdf2 = sdp.IntegrationMethod.BDF2
-    out["bdf2"] = {"hanging_chain": hanging_chain(shape, bdf2), "mixed": mixed(shape, method=bdf2),
-                   "free_spherical_friction_inertia": free_spherical(
-                       shape, spherical_friction={"viscous": 0.3, "coulomb": 0.05}, spherical_inertia=0.02,
-                       method=bdf2)}
-    out["bdf3"] = {"hanging_chain": hanging_chain(shape, sdp.IntegrationMethod.BDF3),
-                   "free_spherical_friction_inertia": free_spherical(
-                       shape, spherical_friction={"viscous": 0.3, "coulomb": 0.05}, spherical_inertia=0.02,
-                       method=sdp.IntegrationMethod.BDF3)}
+    fi = {"spherical_friction": {"viscous": 0.3, "coulomb": 0.05}, "spherical_inertia": 0.02}
+    im = sdp.IntegrationMethod
+    for method in (im.BDF2, im.BDF3, im.DIRK22, im.DIRK23, im.DIRK33, im.SYMPLECTIC_DIRK12, im.SYMPLECTIC_DIRK22):
+        runs = {"hanging_chain": hanging_chain(shape, method, METHOD_STEPS),
+                "free_spherical_friction_inertia": free_spherical(shape, method=method, steps=METHOD_STEPS, **fi)}
+        if method in (im.BDF2, im.SYMPLECTIC_DIRK12):
+            runs["mixed"] = mixed(shape, method=method, steps=METHOD_STEPS)
+        out[str(method).split(".")[-1].lower()] = runs
     json.dump(out, sys.stdout)
     sys.stdout.write("\n")
 
