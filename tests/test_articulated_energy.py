@@ -1,6 +1,8 @@
 """Every term of the articulated stage energy (sim/articulated/energy.py): gradients against central differences
 of the energy along Lie increments, Hessians against central differences of the gradient."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -53,7 +55,13 @@ def stage(m, rng, num_worlds=2):
         joint_velocity0=rng.normal(size=q0.shape), gravity=np.tile([0.0, -9.8, 0.0], (num_worlds, 1)),
         drives=[energy.Drive(dof=3, target=0.2, stiffness=300.0, damping=4.0, target_old=0.1)], psd=False,
         ranges=[energy.RangeConstraint(dof=4, min_value=-0.05, max_value=0.02, stiffness=500.0, damping=2.0)],
-        dof_loads=rng.normal(size=q0.shape))
+        dof_loads=rng.normal(size=q0.shape),
+        # targets 0.3-0.5 rad away, where the increment Jacobian is exact (the engine's is first order below 2e-2)
+        tracking=[energy.RotationTarget(0, "joint", lie.exp_so3(rng.uniform(0.3, 0.5, (num_worlds, 3))),
+                                        lie.exp_so3(rng.uniform(0.3, 0.5, (num_worlds, 3))), 40.0, 3.0),
+                  energy.RotationTarget(2, "link", lie.exp_so3(rng.uniform(0.3, 0.5, (num_worlds, 3))) @ rot0[:, 2],
+                                        rot0[:, 2], 7.0, 0.5),
+                  energy.PositionTarget(3, com0[:, 3] + 0.1, com0[:, 3], 150.0, 6.0)])
 
 
 TERMS = [energy.rotor_inertia, energy.viscous_friction, energy.soft_limits, energy.drives,
@@ -170,7 +178,8 @@ def test_link_terms_cartesian_gradient_and_hessian_match_central_differences():
             assert np.abs(second - want).max() <= 1e-4 * max(1.0, np.abs(want).max())
 
 
-@pytest.mark.parametrize("term", [energy.link_terms, energy.cycle_joints], ids=["links", "cycle"])
+@pytest.mark.parametrize("term", [energy.link_terms, energy.cycle_joints, energy.tracking],
+                         ids=["links", "cycle", "tracking"])
 def test_pulled_back_gradient_matches_central_differences(term):
     """Gradients through the kinematics (Gauss-Newton Hessians: symmetric, and PSD for the cycle's k J^T J)."""
     m = model()
@@ -182,7 +191,7 @@ def test_pulled_back_gradient_matches_central_differences(term):
     fd = _fd_gradient(term, m, q, s, 1e-6)
     assert np.abs(fd - g).max() <= 1e-6 * np.abs(g).max()
     assert np.allclose(h, np.swapaxes(h, -1, -2), rtol=0, atol=1e-9 * np.abs(h).max())
-    if term is energy.cycle_joints:
+    if term is not energy.link_terms:
         assert np.linalg.eigvalsh(h).min() > -1e-9 * np.abs(h).max()
 
 
@@ -195,6 +204,11 @@ def test_dry_friction_ramp_is_the_documented_one():
     assert d1x[0] == 2 / vf
 
 
+def _world(target, w):
+    """A tracking target restricted to world w."""
+    return dataclasses.replace(target, target=target.target[w:w + 1], target_old=target.target_old[w:w + 1])
+
+
 def test_worlds_together_equal_each_alone_bit_for_bit():
     m = model()
     s = stage(m, np.random.default_rng(9), num_worlds=3)
@@ -205,7 +219,8 @@ def test_worlds_together_equal_each_alone_bit_for_bit():
                               link_pred_rot=s.link_pred_rot[w:w + 1], joint_velocity0=s.joint_velocity0[w:w + 1],
                               gravity=s.gravity[w:w + 1], drives=s.drives, psd=False,
                               joint_pred_trans=s.joint_pred_trans[w:w + 1], joint_pred_rot=s.joint_pred_rot[w:w + 1],
-                              ranges=s.ranges, dof_loads=s.dof_loads[w:w + 1])
+                              ranges=s.ranges, dof_loads=s.dof_loads[w:w + 1],
+                              tracking=[_world(x, w) for x in s.tracking])
         alone = energy.total(m, q[w:w + 1], sw)
         for a, b in zip(together, alone):
             assert np.array_equal(a[w:w + 1], b)

@@ -20,6 +20,9 @@ What the released engine does, and so what these do (tests/reference_data/articu
   constraints as the soft limits.
 * Cycle joints: k/2 |x_anchor - x_pivot|^2, the pivot the cycle joint's origin in the child link (the inverse
   of joint_from_child_link), the anchor the pivot's place in the parent link at the zero pose.
+* Pose controller (constraints, as the engine builds it): 1-DoF joint tracking is a single-DoF target drive;
+  SPHERICAL / FREE joint tracking a rotation target on R_j; link tracking targets the link's CoM position and its
+  rotation, g = log(R R_t^T); each k/2 |g|^2 + d/(2 dt) |g - g0|^2 against the stage-start state and old target.
 * Generalized forces f on DoFs: -f q on scalar DoFs and FREE translations; on a rotation block the gradient is
   -tau exactly and the energy the engine's local merit 1/2 tr(skew(tau) R_j R_j0^T) (valid near R_j = R_j0).
 """
@@ -50,6 +53,30 @@ class Drive:
 
 
 @dataclass
+class RotationTarget:
+    """Rotation tracking of a SPHERICAL / FREE joint's R_j (joint) or of a link's R (link): g = log(R R_t^T),
+    k/2 |g|^2 + d/(2 dt) |g - g0|^2 with g0 = log(R0 R_t0^T) at the stage start and the old target."""
+
+    index: int  # joint (kind "joint") or link (kind "link")
+    kind: str
+    target: np.ndarray  # (W, 3, 3)
+    target_old: np.ndarray  # (W, 3, 3)
+    stiffness: float
+    damping: float
+
+
+@dataclass
+class PositionTarget:
+    """Position tracking of a link's CoM: g = c - c_t, k/2 |g|^2 + d/(2 dt) |g - g0|^2."""
+
+    link: int
+    target: np.ndarray  # (W, 3)
+    target_old: np.ndarray  # (W, 3)
+    stiffness: float
+    damping: float
+
+
+@dataclass
 class RangeConstraint:
     """A single-DoF range constraint: g = max(q - max_value, min_value - q, 0), k/2 g^2 + d/(2 dt) (g - g0)^2."""
 
@@ -72,6 +99,7 @@ class StageData:
     gravity: np.ndarray  # (W, 3)
     drives: list = field(default_factory=list)
     ranges: list = field(default_factory=list)  # RangeConstraint
+    tracking: list = field(default_factory=list)  # RotationTarget, PositionTarget (the pose controller)
     dof_loads: np.ndarray | None = None  # (W, D) generalized forces (set_external_forces_on_dofs); None -> none
     # Rotor-inertia predictors of SPHERICAL / FREE joints (the joint's own motion, as a rigid body's): (W, L, ...)
     joint_pred_trans: np.ndarray | None = None
@@ -333,6 +361,40 @@ def drives(model, q, stage: StageData):
     return energy, grad, hess
 
 
+def tracking(model, q, stage: StageData):
+    """Pose-controller constraints: joint and link rotation targets and link CoM position targets (the 1-DoF joint
+    targets are `drives`). Gradients chain through the Lie increment; Hessians are Gauss-Newton (k + d/dt) G^T G."""
+    energy, grad, hess = _zeros(q)
+    if not stage.tracking:
+        return energy, grad, hess
+    rot, _, com, jac = link_jacobians(model, q)
+    rot0, _, com0, _ = link_jacobians(model, stage.q0)
+    jrot, _ = joint_transforms(model, q)
+    jrot0, _ = joint_transforms(model, stage.q0)
+    for t in stage.tracking:
+        c = t.damping / stage.dt
+        if isinstance(t, PositionTarget):
+            g = com[:, t.link] - t.target
+            g0 = com0[:, t.link] - t.target_old
+            gmap = jac[:, t.link, :3]  # (W, 3, D): dg/dq
+        else:
+            if t.kind == "joint":
+                r, r0 = jrot[:, t.index], jrot0[:, t.index]
+                o = model.dof_info[t.index].get_rot_offset()
+                dtheta = np.zeros(q.shape[:1] + (3, q.shape[1]))
+                dtheta[:, :, o:o + 3] = np.eye(3)
+            else:
+                r, r0 = rot[:, t.index], rot0[:, t.index]
+                dtheta = jac[:, t.index, 3:]
+            g = lie.log_so3(r @ np.swapaxes(t.target, -1, -2))
+            g0 = lie.log_so3(r0 @ np.swapaxes(t.target_old, -1, -2))
+            gmap = rotvec_increment_jacobian(g) @ dtheta
+        energy += 0.5 * t.stiffness * np.einsum("wi,wi->w", g, g) + 0.5 * c * np.einsum("wi,wi->w", g - g0, g - g0)
+        grad += np.einsum("wid,wi->wd", gmap, t.stiffness * g + c * (g - g0))
+        hess += (t.stiffness + c) * np.einsum("wid,wie->wde", gmap, gmap)
+    return energy, grad, hess
+
+
 def cycle_joints(model, q, stage: StageData):
     """Cycle joints: k/2 |x_anchor - x_pivot|^2 between a point of the parent link and one of the child link,
     gradient J^T k g and Gauss-Newton Hessian k J^T J with J the difference of the points' Jacobians."""
@@ -358,7 +420,7 @@ def cycle_joints(model, q, stage: StageData):
 
 
 TERMS = (link_terms, rotor_inertia, viscous_friction, dry_friction, rotation_joint_terms, soft_limits, drives, ranges,
-         dof_loads, cycle_joints)
+         dof_loads, cycle_joints, tracking)
 
 
 def total(model, q, stage: StageData):

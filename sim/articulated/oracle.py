@@ -25,10 +25,11 @@ from ..integration import combine_rotations, combine_vectors, effective_tableau
 from ..params import DEFAULT_GRAVITY, IntegrationMethod
 from ..pipeline import velocity_sym_for_spin
 from ..validation import as_int, bounded_real, real_array
-from .energy import Drive, RangeConstraint, StageData, total
+from .energy import Drive, PositionTarget, RangeConstraint, RotationTarget, StageData, total
 from .kinematics import add_delta, forward_kinematics, joint_transforms, link_jacobians, pose_delta
 from .model import ArticulationModel
 from .params import ArticulatedJointType as JT
+from .params import PoseControllerParams, PoseTrackingParams
 
 # Armijo constant of the backtracking line search (sufficient decrease of the stage energy).
 _ARMIJO = 1e-4
@@ -59,6 +60,8 @@ class ArticulatedOracle:
         self.drives: list[Drive] = []
         self.ranges: list[RangeConstraint] = []
         self.dof_loads = np.zeros((self.num_worlds, model.num_dofs))
+        self.controller = None  # PoseControllerParams once add_pose_controller is called
+        self.target_pose = self.target_pose_old = None  # (W, D) the controller's target and old target
         self.joint_velocity = np.broadcast_to(model.joint_velocities, self.q.shape).copy()
         self._velocities_from_joints()
         self.last_iterations = np.zeros(self.num_worlds, dtype=np.int64)
@@ -129,6 +132,83 @@ class ArticulatedOracle:
         loads[idx] = vals
         self.dof_loads = np.broadcast_to(loads, self.dof_loads.shape).copy()
 
+    def add_pose_controller(self, params: PoseControllerParams) -> None:
+        """The engine's pose controller: per link, joint / link-position / link-rotation tracking gains (empty or
+        size-one slices broadcast); the targets start at the current pose."""
+        if self.controller is not None:
+            raise ValueError("this actor already has a pose controller")
+        if not isinstance(params, PoseControllerParams):
+            raise TypeError(f"expected PoseControllerParams, got {type(params).__name__}")
+        n = self.model.num_links
+        slices = {}
+        for name in ("joint_tracking", "link_pos_tracking", "link_rot_tracking"):
+            entries = list(getattr(params, name)) or [PoseTrackingParams()]
+            if len(entries) not in (1, n):
+                raise ValueError(f"{name} must be empty, of size 1 or of size num_links ({n}), got {len(entries)}")
+            for i, e in enumerate(entries):
+                k = bounded_real(e.stiffness, f"{name}[{i}].stiffness", 0.0, np.inf)
+                d = bounded_real(e.damping, f"{name}[{i}].damping", 0.0, np.inf)
+                if bounded_real(e.saturation, f"{name}[{i}].saturation", -np.inf, np.inf) >= 0:
+                    raise ValueError(f"{name}[{i}].saturation: saturated tracking is not modelled yet; use < 0")
+            slices[name] = [(float(e.stiffness), float(e.damping)) for e in entries] * (n if len(entries) == 1 else 1)
+        self.controller = slices
+        self.target_pose = self.q.copy()
+        self.target_pose_old = self.q.copy()
+        # The engine starts the target velocity at the joints' velocity: the next step's old target is
+        # target (-) dt qdot, and only after that step does a moved target act as the target's velocity.
+        self._target_velocity = self.joint_velocity.copy()
+
+    def set_target_pose(self, pose) -> None:
+        """New controller target; its change from the previous step's target acts as the target's velocity."""
+        self.target_pose = self._checked_target(pose)
+
+    def reset_target_pose(self, pose) -> None:
+        """New controller target with zero target velocity for the next step."""
+        self.target_pose = self._checked_target(pose)
+        self._target_velocity = np.zeros_like(self.q)
+
+    def set_target_velocity(self, velocity) -> None:
+        """The target's velocity for the next step only (one value per DoF), as the engine's override."""
+        self._checked_target(self.q)
+        v = np.broadcast_to(real_array(velocity, "velocity"), self.q.shape)
+        if not np.all(np.isfinite(v)):
+            raise ValueError("velocity must be finite")
+        self._target_velocity = v.copy()
+
+    def _checked_target(self, pose) -> np.ndarray:
+        if self.controller is None:
+            raise ValueError("add_pose_controller first: this actor has no pose controller")
+        q = np.broadcast_to(real_array(pose, "pose"), self.q.shape)
+        if not np.all(np.isfinite(q)):
+            raise ValueError("pose must be finite")
+        return q.copy()
+
+    def _controller_terms(self):
+        """(drives, tracking) of the pose controller for the next stage."""
+        if self.controller is None:
+            return [], []
+        m = self.model
+        drives, tracking = [], []
+        trot, _, tcom = forward_kinematics(m, self.target_pose)
+        trot0, _, tcom0 = forward_kinematics(m, self.target_pose_old)
+        jrot, _ = joint_transforms(m, self.target_pose)
+        jrot0, _ = joint_transforms(m, self.target_pose_old)
+        for i, info in enumerate(m.dof_info):
+            k, d = self.controller["joint_tracking"][i]
+            if (k or d) and info.get_size() == 1:
+                o = info.offset
+                drives.append(Drive(dof=o, target=self.target_pose[:, o], stiffness=k, damping=d,
+                                    target_old=self.target_pose_old[:, o]))
+            elif (k or d) and info.rot_size == 3:
+                tracking.append(RotationTarget(i, "joint", jrot[:, i], jrot0[:, i], k, d))
+            k, d = self.controller["link_pos_tracking"][i]
+            if k or d:
+                tracking.append(PositionTarget(i, tcom[:, i], tcom0[:, i], k, d))
+            k, d = self.controller["link_rot_tracking"][i]
+            if k or d:
+                tracking.append(RotationTarget(i, "link", trot[:, i], trot0[:, i], k, d))
+        return drives, tracking
+
     def link_transforms(self):
         """World rotation (W, L, 3, 3) and origin (W, L, 3) of every link frame."""
         rot, origin, _ = forward_kinematics(self.model, self.q)
@@ -170,6 +250,10 @@ class ArticulatedOracle:
             self._history = [self._snapshot()]
         tab = effective_tableau(method, len(self._history))
         hist = self._history[:tab.num_history]
+        if self.controller is not None and self._target_velocity is not None:
+            self.target_pose_old = add_delta(self.model, self.target_pose, -dt * self._target_velocity)
+            self._target_velocity = None
+        self._stage_controller = self._controller_terms()
         star = self._combine(hist[0], tab.alpha[1:], hist[1:])
         stages, iterations = [], np.zeros(self.num_worlds, dtype=np.int64)
         for i in range(tab.num_stages):
@@ -186,6 +270,8 @@ class ArticulatedOracle:
         self.joint_lin, self.joint_f = result.joint_lin, result.joint_f
         self.link_omega, self.joint_omega = lie.axial(self.link_f), lie.axial(self.joint_f)
         self._history = [self._snapshot()] + self._history[:2]
+        if self.controller is not None:  # the target reached this step is the next step's old target
+            self.target_pose_old = self.target_pose.copy()
 
     def _solve_stage(self, start: _Snapshot, dt_stage: float, abs_tol, step_tol, max_iter):
         """Solve one stage of length dt_stage from ``start``; returns its end state (velocities are the stage's
@@ -196,7 +282,8 @@ class ArticulatedOracle:
         jrot0, jtrans0 = joint_transforms(m, q0)
         stage = StageData(dt=dt_stage, q0=q0, link_pred_com=com0 + dt_stage * start.link_velocity,
                           link_pred_rot=rot0 + dt_stage * (start.link_f @ rot0),
-                          joint_velocity0=start.joint_velocity, gravity=self.gravity, drives=self.drives,
+                          joint_velocity0=start.joint_velocity, gravity=self.gravity,
+                          drives=self.drives + self._stage_controller[0], tracking=self._stage_controller[1],
                           ranges=self.ranges, dof_loads=self.dof_loads,
                           joint_pred_trans=jtrans0 + dt_stage * start.joint_lin,
                           joint_pred_rot=jrot0 + dt_stage * (start.joint_f @ jrot0))

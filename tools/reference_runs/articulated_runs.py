@@ -23,6 +23,10 @@ BACKWARD_EULER; dt = DT; "tight" solver = abs_tol = rel_tol = 1e-12, max_iter 10
   500, damping 3); started from Q0_LOADS at rest.
 * ``cycle_chain``: the hanging chain with a cycle joint tying link 2 to link 0 (joint_from_child_link translation
   CYCLE_PIVOT, stiffness CYCLE_STIFFNESS), started from Q0_CYCLE.
+* ``pose_controller``: SPHERICAL root, REVOLUTE (z), REVOLUTE (x); a pose controller with joint tracking on every
+  joint (stiffness 50, damping 2), link position tracking on link 2 (200, 10) and link rotation tracking on link 1
+  (5, 0.5); set_articulated_target_pose(controller_target(k)) before every step k, except
+  reset_articulated_target_pose at step 50.
 * ``mixed``: prismatic rail along x (drive: single-DoF target constraint to 0.3 m, stiffness 200, damping 5;
   joint friction viscous 0.5, coulomb 0.2), then a revolute about z with a limit [-0.3, 0.3] rad (stiffness 100,
   damping 0) and joint friction (viscous 0.05, coulomb 0.02), then a revolute about z with rotor inertia 0.01;
@@ -39,6 +43,7 @@ Each records ``pose`` and ``joint_velocities`` after every step, the solver stat
 from __future__ import annotations
 
 import json
+import math
 import sys
 
 import numpy as np
@@ -51,6 +56,8 @@ LINK_HALF = (0.05, 0.2, 0.05)
 DT = 0.01
 STEPS = 100
 METHOD_STEPS = 40  # the other integration methods' runs
+Q0_CONTROLLER = [0.2, -0.1, 0.3, 0.4, -0.2]
+CONTROLLER_HOLD = [0.0, 0.1, -0.2, 0.3, 0.1]
 Q0_CHAIN = [0.5, -0.3, 0.2]
 Q0_MIXED = [0.05, 0.2, -0.4]
 TIGHT = {"abs_tol": 1e-12, "rel_tol": 1e-12, "max_iter": 100}
@@ -197,6 +204,51 @@ def cycle_chain(shape) -> dict:
     return run(scene, scene.create_articulated_actor(p), Q0_CYCLE, STEPS)
 
 
+def controller_target(k: int) -> list:
+    """The pose controller's target pose before step k (0-based): a slow wave, then a fixed pose from step 50."""
+    if k >= 50:
+        return list(CONTROLLER_HOLD)
+    return [q + 0.3 * math.sin(0.2 * k + i) for i, q in enumerate(Q0_CONTROLLER)]
+
+
+def pose_controller(shape) -> dict:
+    scene, p = tight_scene("pose_controller")
+    p.joints = [sdp.ArticulatedJointParams(type=JT.SPHERICAL),
+                sdp.ArticulatedJointParams(type=JT.REVOLUTE, axis=[0, 0, 1],
+                                           parent_link_from_joint=sdp.TransformRT(translation=[0, -0.2, 0])),
+                sdp.ArticulatedJointParams(type=JT.REVOLUTE, axis=[1, 0, 0],
+                                           parent_link_from_joint=sdp.TransformRT(translation=[0, -0.2, 0]))]
+    p.links = [link(shape, i - 1) for i in range(3)]
+    actor = scene.create_articulated_actor(p)
+    actor.set_articulated_pose_from_joints(reals(Q0_CONTROLLER))
+    track = sdp.PoseTrackingParams
+    params = sdp.PoseControllerParams(3)
+    for i in range(3):
+        params.joint_tracking[i] = track(stiffness=50.0, damping=2.0)
+    params.link_pos_tracking[2] = track(stiffness=200.0, damping=10.0)
+    params.link_rot_tracking[1] = track(stiffness=5.0, damping=0.5)
+    actor.add_articulated_pose_controller(params)
+    n = actor.get_num_dofs()
+    pose, vel = reals(np.zeros(n)), reals(np.zeros(n))
+    poses, vels, stats = [], [], []
+    for k in range(STEPS):
+        target = reals(controller_target(k))
+        if k == 50:
+            actor.reset_articulated_target_pose(target)
+        else:
+            actor.set_articulated_target_pose(target)
+        scene.step(DT)
+        actor.get_articulated_pose(pose)
+        actor.get_articulated_joint_velocities(vel)
+        poses.append(pose.tolist())
+        vels.append(vel.tolist())
+        stats.append(solver_stats(scene))
+    return {"q0": list(Q0_CONTROLLER), "dt": DT, "steps": STEPS, "pose": poses, "joint_velocities": vels,
+            "stats": stats, "targets": [controller_target(k) for k in range(STEPS)], "reset_at": 50,
+            "joint_tracking": [50.0, 2.0], "link_pos_tracking": {"2": [200.0, 10.0]},
+            "link_rot_tracking": {"1": [5.0, 0.5]}}
+
+
 def main() -> None:
     shape = mesh_shape(*box_mesh(LINK_HALF))
     out = {"build": precision(), "script": "tools/reference_runs/articulated_runs.py",
@@ -208,7 +260,7 @@ def main() -> None:
                shape, spherical_friction={"viscous": 0.3, "coulomb": 0.05}, spherical_inertia=0.02),
            "mixed_limit_damping_hard_tip": mixed(shape, limit_damping=5.0, hard_tip=True, upper=0.1),
            "spherical_limits": spherical_limits(shape), "loads_and_range": loads_and_range(shape),
-           "cycle_chain": cycle_chain(shape)}
+           "cycle_chain": cycle_chain(shape), "pose_controller": pose_controller(shape)}
     fi = {"spherical_friction": {"viscous": 0.3, "coulomb": 0.05}, "spherical_inertia": 0.02}
     im = sdp.IntegrationMethod
     for method in (im.BDF2, im.BDF3, im.DIRK22, im.DIRK23, im.DIRK33, im.SYMPLECTIC_DIRK12, im.SYMPLECTIC_DIRK22):
