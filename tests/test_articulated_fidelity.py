@@ -30,8 +30,8 @@ FIRST_STEP = 1e-10  # one converged step: only the two solvers' stopping points 
 ACHIEVED = 1e-8  # 100 steps, see the module docstring
 
 
-def _link(i):
-    return art.ArticulatedLinkParams(parent_link=i - 1, shape=SHAPE, density=RUNS["density"],
+def _link(i, com=None):
+    return art.ArticulatedLinkParams(parent_link=i - 1, shape=SHAPE, density=RUNS["density"], center_of_mass=com,
                                      parent_joint_from_link=mochi.TransformRT(translation=[0, -0.2, 0]))
 
 
@@ -67,7 +67,7 @@ def mixed(limit_damping=0.0, hard_tip=False, upper=0.3):
     return oracle
 
 
-def free_spherical(friction=None, inertia=None):
+def free_spherical(friction=None, inertia=None, coms=(None, None, None)):
     """FREE root under a rotated world_from_root, a SPHERICAL joint, a REVOLUTE; initial joint velocities."""
     root = mochi.TransformRT(mochi.Quaternion(0.1, -0.2, 0.3, 0.9273618495495703), [0.3, 2.0, -0.1])
     p = art.ArticulatedActorParams(name="fs", world_from_root=root,
@@ -80,7 +80,7 @@ def free_spherical(friction=None, inertia=None):
         art.ArticulatedJointParams(type=JT.REVOLUTE, axis=[1, 0, 1],
                                    parent_link_from_joint=mochi.TransformRT(translation=[0, -0.2, 0.02])),
     ]
-    p.links = [_link(i) for i in range(3)]
+    p.links = [_link(i, coms[i]) for i in range(3)]
     return ArticulatedOracle(art.build_model(p))
 
 
@@ -128,6 +128,9 @@ def pose_controller():
     return ArticulatedOracle(art.build_model(p))
 
 
+LINK_COMS = [(0.03, -0.05, 0.01), (-0.02, 0.04, 0.02), (0.01, 0.0, -0.03)]
+
+
 SCENES = {
     "hanging_chain": hanging_chain,
     "mixed": mixed,
@@ -137,6 +140,7 @@ SCENES = {
     "spherical_limits": spherical_limits,
     "loads_and_range": loads_and_range,
     "cycle_chain": cycle_chain,
+    "free_spherical_com_offsets": lambda: free_spherical(coms=LINK_COMS),
 }
 
 

@@ -23,6 +23,7 @@ BACKWARD_EULER; dt = DT; "tight" solver = abs_tol = rel_tol = 1e-12, max_iter 10
   500, damping 3); started from Q0_LOADS at rest.
 * ``cycle_chain``: the hanging chain with a cycle joint tying link 2 to link 0 (joint_from_child_link translation
   CYCLE_PIVOT, stiffness CYCLE_STIFFNESS), started from Q0_CYCLE.
+* ``free_spherical_com_offsets``: ``free_spherical`` with user centres of mass LINK_COMS (link frames).
 * ``pose_controller``: SPHERICAL root, REVOLUTE (z), REVOLUTE (x); a pose controller with joint tracking on every
   joint (stiffness 50, damping 2), link position tracking on link 2 (200, 10) and link rotation tracking on link 1
   (5, 0.5); set_articulated_target_pose(controller_target(k)) before every step k, except
@@ -58,6 +59,7 @@ STEPS = 100
 METHOD_STEPS = 40  # the other integration methods' runs
 Q0_CONTROLLER = [0.2, -0.1, 0.3, 0.4, -0.2]
 CONTROLLER_HOLD = [0.0, 0.1, -0.2, 0.3, 0.1]
+LINK_COMS = [(0.03, -0.05, 0.01), (-0.02, 0.04, 0.02), (0.01, 0.0, -0.03)]  # user CoMs, MoI computed about them
 Q0_CHAIN = [0.5, -0.3, 0.2]
 Q0_MIXED = [0.05, 0.2, -0.4]
 TIGHT = {"abs_tol": 1e-12, "rel_tol": 1e-12, "max_iter": 100}
@@ -75,9 +77,10 @@ LOAD_DOFS = (0, 1, 2, 3, 4)
 LOAD_VALUES = (0.05, -0.03, 0.02, 0.3, -0.5)  # N m on the spherical and revolute DoFs, N on the prismatic
 
 
-def link(shape, parent):
+def link(shape, parent, com=None):
+    kw = {} if com is None else {"center_of_mass": list(com)}
     return sdp.ArticulatedLinkParams(parent_link=parent, shape=shape, density=1000.0,
-                                     parent_joint_from_link=sdp.TransformRT(translation=[0, -0.2, 0]))
+                                     parent_joint_from_link=sdp.TransformRT(translation=[0, -0.2, 0]), **kw)
 
 
 def tight_scene(name, world_from_root=None, method=None):
@@ -144,7 +147,8 @@ def mixed(shape, limit_damping=0.0, hard_tip=False, upper=0.3, method=None, step
     return out
 
 
-def free_spherical(shape, spherical_friction=None, spherical_inertia=None, method=None, steps=STEPS) -> dict:
+def free_spherical(shape, spherical_friction=None, spherical_inertia=None, method=None, steps=STEPS,
+                   coms=None) -> dict:
     scene, p = tight_scene("free_spherical", sdp.TransformRT(sdp.Quaternion(*ROOT_QUAT_XYZW), ROOT_TRANSLATION),
                            method)
     sph = {} if spherical_friction is None else {"friction": sdp.ArticulatedJointFrictionParams(**spherical_friction)}
@@ -157,7 +161,7 @@ def free_spherical(shape, spherical_friction=None, spherical_inertia=None, metho
         sdp.ArticulatedJointParams(type=JT.REVOLUTE, axis=[1, 0, 1],
                                    parent_link_from_joint=sdp.TransformRT(translation=[0, -0.2, 0.02])),
     ]
-    p.links = [link(shape, i - 1) for i in range(3)]
+    p.links = [link(shape, i - 1, None if coms is None else coms[i]) for i in range(3)]
     p.joint_velocities = list(QD0_FREE_SPHERICAL)
     return run(scene, scene.create_articulated_actor(p), Q0_FREE_SPHERICAL, steps)
 
@@ -260,7 +264,8 @@ def main() -> None:
                shape, spherical_friction={"viscous": 0.3, "coulomb": 0.05}, spherical_inertia=0.02),
            "mixed_limit_damping_hard_tip": mixed(shape, limit_damping=5.0, hard_tip=True, upper=0.1),
            "spherical_limits": spherical_limits(shape), "loads_and_range": loads_and_range(shape),
-           "cycle_chain": cycle_chain(shape), "pose_controller": pose_controller(shape)}
+           "cycle_chain": cycle_chain(shape), "pose_controller": pose_controller(shape),
+           "free_spherical_com_offsets": free_spherical(shape, coms=LINK_COMS)}
     fi = {"spherical_friction": {"viscous": 0.3, "coulomb": 0.05}, "spherical_inertia": 0.02}
     im = sdp.IntegrationMethod
     for method in (im.BDF2, im.BDF3, im.DIRK22, im.DIRK23, im.DIRK33, im.SYMPLECTIC_DIRK12, im.SYMPLECTIC_DIRK22):
