@@ -94,13 +94,18 @@ def spherical_limits():
     return ArticulatedOracle(art.build_model(p))
 
 
-def loads_and_range():
-    p = art.ArticulatedActorParams(name="lr", world_from_root=mochi.TransformRT(translation=[0, 2, 0]))
+def _spherical_chain(third_type, third_axis):
+    """SPHERICAL root, REVOLUTE about z, then ``third_type`` about / along ``third_axis``."""
+    p = art.ArticulatedActorParams(name="sc", world_from_root=mochi.TransformRT(translation=[0, 2, 0]))
     p.joints = [art.ArticulatedJointParams(type=JT.SPHERICAL),
                 art.ArticulatedJointParams(type=JT.REVOLUTE, axis=[0, 0, 1], parent_link_from_joint=_below(1)),
-                art.ArticulatedJointParams(type=JT.PRISMATIC, axis=[1, 0, 0], parent_link_from_joint=_below(2))]
+                art.ArticulatedJointParams(type=third_type, axis=third_axis, parent_link_from_joint=_below(2))]
     p.links = [_link(i) for i in range(3)]
-    oracle = ArticulatedOracle(art.build_model(p))
+    return ArticulatedOracle(art.build_model(p))
+
+
+def loads_and_range():
+    oracle = _spherical_chain(JT.PRISMATIC, [1, 0, 0])
     run = RUNS["loads_and_range"]
     oracle.set_external_forces_on_dofs(run["loads"]["dofs"], run["loads"]["values"])
     r = run["range"]
@@ -120,12 +125,7 @@ def cycle_chain():
 
 
 def pose_controller():
-    p = art.ArticulatedActorParams(name="pc", world_from_root=mochi.TransformRT(translation=[0, 2, 0]))
-    p.joints = [art.ArticulatedJointParams(type=JT.SPHERICAL),
-                art.ArticulatedJointParams(type=JT.REVOLUTE, axis=[0, 0, 1], parent_link_from_joint=_below(1)),
-                art.ArticulatedJointParams(type=JT.REVOLUTE, axis=[1, 0, 0], parent_link_from_joint=_below(2))]
-    p.links = [_link(i) for i in range(3)]
-    return ArticulatedOracle(art.build_model(p))
+    return _spherical_chain(JT.REVOLUTE, [1, 0, 0])
 
 
 LINK_COMS = [(0.03, -0.05, 0.01), (-0.02, 0.04, 0.02), (0.01, 0.0, -0.03)]

@@ -177,15 +177,19 @@ def spherical_limits(shape) -> dict:
     return run(scene, scene.create_articulated_actor(p), Q0_SPHERICAL_LIMITS, STEPS)
 
 
-def loads_and_range(shape) -> dict:
-    scene, p = tight_scene("loads_and_range")
+def spherical_chain(shape, name, third_type, third_axis):
+    """A tight scene with a SPHERICAL root, a REVOLUTE about z, then ``third_type`` about / along ``third_axis``."""
+    scene, p = tight_scene(name)
+    below = sdp.TransformRT(translation=[0, -0.2, 0])
     p.joints = [sdp.ArticulatedJointParams(type=JT.SPHERICAL),
-                sdp.ArticulatedJointParams(type=JT.REVOLUTE, axis=[0, 0, 1],
-                                           parent_link_from_joint=sdp.TransformRT(translation=[0, -0.2, 0])),
-                sdp.ArticulatedJointParams(type=JT.PRISMATIC, axis=[1, 0, 0],
-                                           parent_link_from_joint=sdp.TransformRT(translation=[0, -0.2, 0]))]
+                sdp.ArticulatedJointParams(type=JT.REVOLUTE, axis=[0, 0, 1], parent_link_from_joint=below),
+                sdp.ArticulatedJointParams(type=third_type, axis=third_axis, parent_link_from_joint=below)]
     p.links = [link(shape, i - 1) for i in range(3)]
-    actor = scene.create_articulated_actor(p)
+    return scene, scene.create_articulated_actor(p)
+
+
+def loads_and_range(shape) -> dict:
+    scene, actor = spherical_chain(shape, "loads_and_range", JT.PRISMATIC, [1, 0, 0])
     actor.set_external_forces_on_dofs(list(LOAD_DOFS), reals(LOAD_VALUES))
     rng = sdp.ArticulatedSingleDofRangeConstraintParams(actor=actor.get_handle(), joint_index=1, dof_index=0,
                                                         min_value=-0.1, max_value=0.1, stiffness=500.0, damping=3.0)
@@ -216,14 +220,7 @@ def controller_target(k: int) -> list:
 
 
 def pose_controller(shape) -> dict:
-    scene, p = tight_scene("pose_controller")
-    p.joints = [sdp.ArticulatedJointParams(type=JT.SPHERICAL),
-                sdp.ArticulatedJointParams(type=JT.REVOLUTE, axis=[0, 0, 1],
-                                           parent_link_from_joint=sdp.TransformRT(translation=[0, -0.2, 0])),
-                sdp.ArticulatedJointParams(type=JT.REVOLUTE, axis=[1, 0, 0],
-                                           parent_link_from_joint=sdp.TransformRT(translation=[0, -0.2, 0]))]
-    p.links = [link(shape, i - 1) for i in range(3)]
-    actor = scene.create_articulated_actor(p)
+    scene, actor = spherical_chain(shape, "pose_controller", JT.REVOLUTE, [1, 0, 0])
     actor.set_articulated_pose_from_joints(reals(Q0_CONTROLLER))
     track = sdp.PoseTrackingParams
     params = sdp.PoseControllerParams(3)
