@@ -91,12 +91,14 @@ def tight_scene(name, world_from_root=None, method=None):
     return scene, sdp.ArticulatedActorParams(name=name, world_from_root=root)
 
 
-def run(scene, actor, q0, steps) -> dict:
+def run(scene, actor, q0, steps, before_step=None) -> dict:
     n = actor.get_num_dofs()
     actor.set_articulated_pose_from_joints(reals(q0))
     pose, vel = reals(np.zeros(n)), reals(np.zeros(n))
     poses, vels, stats = [], [], []
-    for _ in range(steps):
+    for k in range(steps):
+        if before_step is not None:
+            before_step(k)
         scene.step(DT)
         actor.get_articulated_pose(pose)
         actor.get_articulated_joint_velocities(vel)
@@ -229,25 +231,19 @@ def pose_controller(shape) -> dict:
     params.link_pos_tracking[2] = track(stiffness=200.0, damping=10.0)
     params.link_rot_tracking[1] = track(stiffness=5.0, damping=0.5)
     actor.add_articulated_pose_controller(params)
-    n = actor.get_num_dofs()
-    pose, vel = reals(np.zeros(n)), reals(np.zeros(n))
-    poses, vels, stats = [], [], []
-    for k in range(STEPS):
+
+    def retarget(k):
         target = reals(controller_target(k))
         if k == 50:
             actor.reset_articulated_target_pose(target)
         else:
             actor.set_articulated_target_pose(target)
-        scene.step(DT)
-        actor.get_articulated_pose(pose)
-        actor.get_articulated_joint_velocities(vel)
-        poses.append(pose.tolist())
-        vels.append(vel.tolist())
-        stats.append(solver_stats(scene))
-    return {"q0": list(Q0_CONTROLLER), "dt": DT, "steps": STEPS, "pose": poses, "joint_velocities": vels,
-            "stats": stats, "targets": [controller_target(k) for k in range(STEPS)], "reset_at": 50,
-            "joint_tracking": [50.0, 2.0], "link_pos_tracking": {"2": [200.0, 10.0]},
-            "link_rot_tracking": {"1": [5.0, 0.5]}}
+
+    out = run(scene, actor, Q0_CONTROLLER, STEPS, retarget)
+    out.update({"targets": [controller_target(k) for k in range(STEPS)], "reset_at": 50,
+                "joint_tracking": [50.0, 2.0], "link_pos_tracking": {"2": [200.0, 10.0]},
+                "link_rot_tracking": {"1": [5.0, 0.5]}})
+    return out
 
 
 def main() -> None:
