@@ -156,6 +156,16 @@ def test_limit_on_a_dof_the_joint_lacks_names_the_joint():
     _bad(p, r"joint 1: a HARD joint takes no min_limit")
 
 
+@pytest.mark.parametrize("jtype, kw", [(JT.FREE, {"friction": art.ArticulatedJointFrictionParams(viscous=0.5)}),
+                                       (JT.FREE, {"inertia": 0.1}), (JT.HARD, {"inertia": 0.1})])
+def test_friction_or_rotor_inertia_on_free_or_hard_joints_is_refused(jtype, kw):
+    """The reference ignores them there (its FREE-joint run with viscous 0.5 and inertia 0.1 equals one without)."""
+    p = chain([(jtype, [0, 0, 1]), (JT.REVOLUTE, [0, 0, 1]), (JT.REVOLUTE, [0, 0, 1])], REV3[1], joint_kw={0: kw})
+    if jtype == JT.HARD:
+        p.joints[0].type, p.joints[1].type, p.joints[1].inertia = JT.REVOLUTE, JT.HARD, 0.1
+    _bad(p, rf"joint {0 if jtype == JT.FREE else 1}: a {jtype.name} joint takes no joint friction and no rotor")
+
+
 def test_joint_count_must_match_links():
     p = chain(*REV3)
     p.joints = p.joints[:2]

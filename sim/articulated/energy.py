@@ -10,10 +10,10 @@ What the released engine does, and so what these do (tests/reference_data/articu
 * Viscous joint friction: mu_v/(2 dt) (q - q0)^2 (the dissipation potential's incremental form).
 * Dry joint friction: mu0 dt phi(|v|), v = (q - q0)/dt, mu0 = coulomb + stiction_extra, phi the documented
   smoothed ramp (cubic below falloff_vel, then linear with an optional Gaussian Stribeck decay).
-* SPHERICAL / FREE joints, on the joint's own motion (R_j, t_j) in its parent frame: viscous friction
-  mu_v/(2 dt) |t_j - t_j0|^2 + the rotation merit 1/2 tr((R_j - R_j0) W (R_j - R_j0)^T), W = mu_v/(2 dt); rotor
-  inertia as a rigid body of mass a and second moment a/2 (isotropic) with the joint's predictor; SPHERICAL dry
-  friction mu0 dt phi(|v|), v = log(R_j R_j0^T)/dt, whose gradient along the increment is mu0 phi'(|v|)/|v| v.
+* SPHERICAL joints, on the joint's own rotation R_j in its parent frame: viscous friction as the rotation merit
+  1/2 tr((R_j - R_j0) W (R_j - R_j0)^T), W = mu_v/(2 dt); rotor inertia as a rigid body of second moment a/2
+  (isotropic) with the joint's predictor; dry friction mu0 dt phi(|v|), v = log(R_j R_j0^T)/dt, whose gradient
+  along the increment is mu0 phi'(|v|)/|v| v. (FREE joints take none of these: the engine ignores them.)
 * Soft limits: k/2 g^2 with g = max(q - upper, 0) + max(lower - q, 0) per DoF, plus d/(2 dt) (g(q) - g(q0))^2;
   a SPHERICAL joint's limits act on the components of its rotation vector.
 * Single-DoF target drives: k/2 (q - target)^2 + d/(2 dt) ((q - target) - (q0 - target0))^2; single-DoF range
@@ -216,7 +216,8 @@ def dry_friction(model, q, stage: StageData, hessian: str = "fitted"):
 
 
 def _rotation_joints(model):
-    """(joint, translation offset or None, rotation offset) of each SPHERICAL / FREE joint."""
+    """(joint, translation offset or None, rotation offset) of each SPHERICAL / FREE joint (generalized forces act
+    on both; friction and rotor inertia on SPHERICAL joints only: the engine ignores them on FREE ones)."""
     out = []
     for i, (t, info) in enumerate(zip(model.joint_type, model.dof_info)):
         if t == JT.SPHERICAL:
@@ -239,7 +240,7 @@ def _rotation_merit(rot, pred, weight, psd):
 def rotation_joint_terms(model, q, stage: StageData, hessian: str = "fitted"):
     """Viscous friction, rotor inertia and dry friction of SPHERICAL and FREE joints (module docstring)."""
     energy, grad, hess = _zeros(q)
-    joints = _rotation_joints(model)
+    joints = [jt for jt in _rotation_joints(model) if jt[1] is None]  # SPHERICAL only (see _rotation_joints)
     if not joints:
         return energy, grad, hess
     jrot, jtrans = joint_transforms(model, q)

@@ -238,12 +238,13 @@ def build_model(params: ArticulatedActorParams) -> ArticulationModel:
         if not isinstance(j.parent_link_from_joint, TransformRT):
             raise TypeError(f"{jwhere}: parent_link_from_joint must be a TransformRT")
         fr = _check_friction(j.friction, jwhere)
-        if j.type in (JT.FREE, JT.HARD) and (fr.coulomb or fr.stiction_extra):
-            raise ValueError(f"{jwhere}: a {j.type.name} joint takes no dry friction (coulomb and stiction_extra must "
-                             f"be 0; the reference asserts this for FREE joints and ignores it for HARD ones)")
         inertia = 0.0 if j.inertia is None else as_real(j.inertia, f"{jwhere}: inertia")
         if not (math.isfinite(inertia) and inertia >= 0):
             raise ValueError(f"{jwhere}: inertia must be finite and >= 0, got {inertia}")
+        if j.type in (JT.FREE, JT.HARD) and (fr.viscous or fr.coulomb or fr.stiction_extra or inertia):
+            # The released engine ignores both on these joints (measured for FREE); refusing says so.
+            raise ValueError(f"{jwhere}: a {j.type.name} joint takes no joint friction and no rotor inertia (the "
+                             f"reference engine ignores them); leave friction at its defaults and inertia None")
         k_lim = as_real(j.limit_stiffness, f"{jwhere}: limit_stiffness")
         d_lim = as_real(j.limit_damping, f"{jwhere}: limit_damping")
         for n, v in (("limit_stiffness", k_lim), ("limit_damping", d_lim)):
