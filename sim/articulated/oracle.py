@@ -1,0 +1,339 @@
+"""A Newton step over joint coordinates for articulated-only scenes, for every integration method: the oracle the
+compiled path will be held to, and what the fidelity tests run against the released engine's trajectories.
+
+State per world: the pose q, the joint velocities, and a rigid velocity state (v, F = skew(w) + S) for each link and
+for each joint's own motion, which the engine keeps: after a step v = (c - c0)/dt and F = (R - R0)/dt R^T (finite
+differences, as for a rigid actor), so the next stage's predictor is 2 X - X_prev. Setting joint velocities, or a
+pose, makes the link velocities J(q) qdot, with S chosen so that the rotation predictor is a rotation
+(sim/pipeline.velocity_sym_for_spin).
+
+Methods follow sim/step/integration.py: the step starts from y* = sum alpha_r y_{n+1-r}, stage i from
+y* + sum a~_ij (Y_j - y*), and ends at y* + sum b~_i (Y_i - y*), each combination over the joint pose (rotation
+blocks in the Lie algebra) and every velocity state (joint and link, linearly); the links' stage-start transforms
+are the forward kinematics of the combined pose. Any setter restarts the history, so the next step is
+BACKWARD_EULER, as in the engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import lie
+from ..step.integration import combine_rotations, combine_vectors, effective_tableau
+from ..params import DEFAULT_GRAVITY, IntegrationMethod
+from ..step.pipeline import velocity_sym_for_spin
+from ..validation import as_int, bounded_real, real_array
+from .energy import Drive, PositionTarget, RangeConstraint, RotationTarget, StageData, total
+from .kinematics import add_delta, forward_kinematics, joint_transforms, link_jacobians, pose_delta
+from .model import ArticulationModel
+from .params import ArticulatedJointType as JT
+from .params import PoseControllerParams, PoseTrackingParams
+
+# Armijo constant of the backtracking line search (sufficient decrease of the stage energy).
+_ARMIJO = 1e-4
+# Relative size of float64 round-off in the summed stage energy (tens of terms of size ~m |dc|^2 / dt^2).
+_ENERGY_ROUND_OFF = 1e-13
+
+
+@dataclass
+class _Snapshot:
+    """One completed state: pose and every velocity state (W-leading arrays)."""
+
+    q: np.ndarray
+    joint_velocity: np.ndarray
+    link_velocity: np.ndarray
+    link_f: np.ndarray
+    joint_lin: np.ndarray
+    joint_f: np.ndarray
+
+
+class ArticulatedOracle:
+    """One articulation in W worlds, stepped in numpy (whole-array over worlds)."""
+
+    def __init__(self, model: ArticulationModel, num_worlds: int = 1, gravity=DEFAULT_GRAVITY):
+        self.model = model
+        self.num_worlds = as_int(num_worlds, "num_worlds", 1, 1 << 20)
+        self.gravity = np.broadcast_to(real_array(gravity, "gravity"), (self.num_worlds, 3)).copy()
+        self.q = np.zeros((self.num_worlds, model.num_dofs))
+        self.drives: list[Drive] = []
+        self.ranges: list[RangeConstraint] = []
+        self.dof_loads = np.zeros((self.num_worlds, model.num_dofs))
+        self.controller = None  # PoseControllerParams once add_pose_controller is called
+        self.target_pose = self.target_pose_old = None  # (W, D) the controller's target and old target
+        self.joint_velocity = np.broadcast_to(model.joint_velocities, self.q.shape).copy()
+        self._velocities_from_joints()
+        self.last_iterations = np.zeros(self.num_worlds, dtype=np.int64)
+
+    def _velocities_from_joints(self) -> None:
+        m = self.model
+        rot, _, _, jac = link_jacobians(m, self.q)
+        self.link_velocity = np.einsum("wlkd,wd->wlk", jac[:, :, :3], self.joint_velocity)
+        self.link_omega = np.einsum("wlkd,wd->wlk", jac[:, :, 3:], self.joint_velocity)
+        # Each joint's own motion has a rigid velocity state too (rotor inertia of SPHERICAL / FREE joints).
+        self.joint_lin = np.zeros((self.num_worlds, m.num_links, 3))
+        self.joint_omega = np.zeros((self.num_worlds, m.num_links, 3))
+        for j, info in enumerate(m.dof_info):
+            if m.joint_type[j] in (JT.SPHERICAL, JT.FREE):
+                o = info.get_rot_offset()
+                self.joint_omega[:, j] = self.joint_velocity[:, o:o + 3]
+            if m.joint_type[j] == JT.FREE:
+                self.joint_lin[:, j] = self.joint_velocity[:, info.offset:info.offset + 3]
+        self._spin_dirty = True  # S is set once the step length is known, as the engine does
+        self._history: list[_Snapshot] = []  # newest first; empty after a setter (the next step is BE)
+
+    def set_pose(self, q) -> None:
+        """Set the pose of every world; the links' velocities become J(q) qdot of the current joint velocities, as
+        the engine recomputes them."""
+        q = np.broadcast_to(real_array(q, "pose"), self.q.shape)
+        if not np.all(np.isfinite(q)):
+            raise ValueError("pose must be finite")
+        self.q = q.copy()
+        self._velocities_from_joints()
+
+    def add_single_dof_target(self, joint_index: int, dof_index: int, target_value: float,
+                              stiffness: float = 1e6, damping: float = 0.0) -> Drive:
+        drive = Drive(dof=self._dof(joint_index, dof_index), target=bounded_real(target_value, "target_value", -np.inf, np.inf),
+                      stiffness=bounded_real(stiffness, "stiffness", 0.0, np.inf),
+                      damping=bounded_real(damping, "damping", 0.0, np.inf))
+        self.drives.append(drive)
+        return drive
+
+    def _dof(self, joint_index, dof_index) -> int:
+        m = self.model
+        j = as_int(joint_index, "joint_index", 0, m.num_links - 1)
+        info = m.dof_info[j]
+        if info.get_size() == 0:
+            raise ValueError(f"joint {j} ({m.joint_names[j]!r}) has no DoFs")
+        return info.offset + as_int(dof_index, "dof_index", 0, info.get_size() - 1)
+
+    def add_single_dof_range(self, joint_index: int, dof_index: int, min_value: float, max_value: float,
+                             stiffness: float = 1e6, damping: float = 0.0) -> RangeConstraint:
+        lo = bounded_real(min_value, "min_value", -np.inf, np.inf)
+        hi = bounded_real(max_value, "max_value", -np.inf, np.inf)
+        if lo > hi:
+            raise ValueError(f"min_value must be <= max_value, got {lo} > {hi}")
+        rc = RangeConstraint(dof=self._dof(joint_index, dof_index), min_value=lo, max_value=hi,
+                             stiffness=bounded_real(stiffness, "stiffness", 0.0, np.inf),
+                             damping=bounded_real(damping, "damping", 0.0, np.inf))
+        self.ranges.append(rc)
+        return rc
+
+    def set_external_forces_on_dofs(self, dof_indices, force_values) -> None:
+        """Constant generalized forces on DoFs (N or N m), replacing earlier ones, in every world."""
+        idx = np.asarray(dof_indices)
+        vals = real_array(force_values, "force_values").reshape(-1)
+        if idx.ndim != 1 or idx.dtype.kind not in "iu" or idx.shape != vals.shape:
+            raise ValueError("dof_indices must be integers, one per force value")
+        if np.any((idx < 0) | (idx >= self.model.num_dofs)) or not np.all(np.isfinite(vals)):
+            raise ValueError(f"dof_indices must be in [0, {self.model.num_dofs - 1}] and forces finite")
+        loads = np.zeros(self.model.num_dofs)
+        loads[idx] = vals
+        self.dof_loads = np.broadcast_to(loads, self.dof_loads.shape).copy()
+
+    def add_pose_controller(self, params: PoseControllerParams) -> None:
+        """The engine's pose controller: per link, joint / link-position / link-rotation tracking gains (empty or
+        size-one slices broadcast); the targets start at the current pose."""
+        if self.controller is not None:
+            raise ValueError("this actor already has a pose controller")
+        if not isinstance(params, PoseControllerParams):
+            raise TypeError(f"expected PoseControllerParams, got {type(params).__name__}")
+        n = self.model.num_links
+        slices = {}
+        for name in ("joint_tracking", "link_pos_tracking", "link_rot_tracking"):
+            entries = list(getattr(params, name)) or [PoseTrackingParams()]
+            if len(entries) not in (1, n):
+                raise ValueError(f"{name} must be empty, of size 1 or of size num_links ({n}), got {len(entries)}")
+            for i, e in enumerate(entries):
+                k = bounded_real(e.stiffness, f"{name}[{i}].stiffness", 0.0, np.inf)
+                d = bounded_real(e.damping, f"{name}[{i}].damping", 0.0, np.inf)
+                if bounded_real(e.saturation, f"{name}[{i}].saturation", -np.inf, np.inf) >= 0:
+                    raise ValueError(f"{name}[{i}].saturation: saturated tracking is not modelled yet; use < 0")
+            slices[name] = [(float(e.stiffness), float(e.damping)) for e in entries] * (n if len(entries) == 1 else 1)
+        self.controller = slices
+        self.target_pose = self.q.copy()
+        self.target_pose_old = self.q.copy()
+        # The engine starts the target velocity at the joints' velocity: the next step's old target is
+        # target (-) dt qdot, and only after that step does a moved target act as the target's velocity.
+        self._target_velocity = self.joint_velocity.copy()
+
+    def set_target_pose(self, pose) -> None:
+        """New controller target; its change from the previous step's target acts as the target's velocity."""
+        self.target_pose = self._checked_target(pose)
+
+    def reset_target_pose(self, pose) -> None:
+        """New controller target with zero target velocity for the next step."""
+        self.target_pose = self._checked_target(pose)
+        self._target_velocity = np.zeros_like(self.q)
+
+    def set_target_velocity(self, velocity) -> None:
+        """The target's velocity for the next step only (one value per DoF), as the engine's override."""
+        self._checked_target(self.q)
+        v = np.broadcast_to(real_array(velocity, "velocity"), self.q.shape)
+        if not np.all(np.isfinite(v)):
+            raise ValueError("velocity must be finite")
+        self._target_velocity = v.copy()
+
+    def _checked_target(self, pose) -> np.ndarray:
+        if self.controller is None:
+            raise ValueError("add_pose_controller first: this actor has no pose controller")
+        q = np.broadcast_to(real_array(pose, "pose"), self.q.shape)
+        if not np.all(np.isfinite(q)):
+            raise ValueError("pose must be finite")
+        return q.copy()
+
+    def _controller_terms(self):
+        """(drives, tracking) of the pose controller for the next stage."""
+        if self.controller is None:
+            return [], []
+        m = self.model
+        drives, tracking = [], []
+        trot, _, tcom = forward_kinematics(m, self.target_pose)
+        trot0, _, tcom0 = forward_kinematics(m, self.target_pose_old)
+        jrot, _ = joint_transforms(m, self.target_pose)
+        jrot0, _ = joint_transforms(m, self.target_pose_old)
+        for i, info in enumerate(m.dof_info):
+            k, d = self.controller["joint_tracking"][i]
+            if (k or d) and info.get_size() == 1:
+                o = info.offset
+                drives.append(Drive(dof=o, target=self.target_pose[:, o], stiffness=k, damping=d,
+                                    target_old=self.target_pose_old[:, o]))
+            elif (k or d) and info.rot_size == 3:
+                tracking.append(RotationTarget(i, "joint", jrot[:, i], jrot0[:, i], k, d))
+            k, d = self.controller["link_pos_tracking"][i]
+            if k or d:
+                tracking.append(PositionTarget(i, tcom[:, i], tcom0[:, i], k, d))
+            k, d = self.controller["link_rot_tracking"][i]
+            if k or d:
+                tracking.append(RotationTarget(i, "link", trot[:, i], trot0[:, i], k, d))
+        return drives, tracking
+
+    def link_transforms(self):
+        """World rotation (W, L, 3, 3) and origin (W, L, 3) of every link frame."""
+        rot, origin, _ = forward_kinematics(self.model, self.q)
+        return rot, origin
+
+    def _combine_pose(self, poses, coeffs):
+        """q* = q_n + sum coeffs_r (q_r - q_n) on scalar DoFs; rotation blocks combined in the Lie algebra."""
+        out = combine_vectors(poses[0], coeffs, poses[1:])
+        for jtype, info in zip(self.model.joint_type, self.model.dof_info):
+            if jtype in (JT.SPHERICAL, JT.FREE):
+                sl = slice(info.get_rot_offset(), info.get_rot_offset() + 3)
+                rots = [lie.exp_so3(np.ascontiguousarray(p[:, sl])) for p in poses]
+                out[:, sl] = lie.log_so3(combine_rotations(rots[0], coeffs, rots[1:]))
+        return out
+
+    def _combine(self, base: _Snapshot, coeffs, others) -> _Snapshot:
+        """base + sum_j coeffs[j] (others[j] - base) for every field (pose rotation blocks in the Lie algebra)."""
+        def vec(name):
+            return combine_vectors(getattr(base, name), coeffs, [getattr(o, name) for o in others])
+
+        return _Snapshot(self._combine_pose([base.q] + [o.q for o in others], coeffs), vec("joint_velocity"),
+                         vec("link_velocity"), vec("link_f"), vec("joint_lin"), vec("joint_f"))
+
+    def step(self, dt: float, method: IntegrationMethod = IntegrationMethod.BACKWARD_EULER, abs_tol: float = 1e-9,
+             step_tol: float = 1e-14, max_iter: int = 100) -> None:
+        """One step of ``method`` (the framework of sim/step/integration.py): every stage minimizes its stage energy over
+        q by Newton with a backtracking line search.
+
+        A world stops once its largest gradient entry is <= ``abs_tol`` or its Newton step moved no DoF by more than
+        ``step_tol`` (the gradient's round-off floor grows with m/dt^2, so a fixed gradient bound alone can stall)."""
+        dt = bounded_real(dt, "dt", 0.0, np.inf, low_open=True)
+        if not isinstance(method, IntegrationMethod):
+            raise TypeError(f"method must be an IntegrationMethod, got {method!r}")
+        if self._spin_dirty or not self._history:
+            if self._spin_dirty:  # S for velocities set from outside, with the step's dt as the engine does
+                self.link_f = lie.skew(self.link_omega) + velocity_sym_for_spin(self.link_omega, dt)
+                self.joint_f = lie.skew(self.joint_omega) + velocity_sym_for_spin(self.joint_omega, dt)
+                self._spin_dirty = False
+            self._history = [self._snapshot()]
+        tab = effective_tableau(method, len(self._history))
+        hist = self._history[:tab.num_history]
+        if self.controller is not None and self._target_velocity is not None:
+            self.target_pose_old = add_delta(self.model, self.target_pose, -dt * self._target_velocity)
+            self._target_velocity = None
+        self._stage_controller = self._controller_terms()
+        star = self._combine(hist[0], tab.alpha[1:], hist[1:])
+        stages, iterations = [], np.zeros(self.num_worlds, dtype=np.int64)
+        for i in range(tab.num_stages):
+            start = star if i == 0 else self._combine(star, tab.a_tilde(i), stages)
+            end, its = self._solve_stage(start, float(tab.stage_dt_factors[i]) * dt, abs_tol, step_tol, max_iter)
+            stages.append(end)
+            iterations += its
+        self.last_iterations = iterations
+        # b~ = (1,) (BE, BDF): the step ends at the stage itself, not at y* + 1 (Y - y*), which rounds differently
+        single = tab.num_stages == 1 and float(tab.b_tilde[0]) == 1.0
+        result = stages[0] if single else self._combine(star, tab.b_tilde, stages)
+        self.q, self.joint_velocity = result.q, result.joint_velocity
+        self.link_velocity, self.link_f = result.link_velocity, result.link_f
+        self.joint_lin, self.joint_f = result.joint_lin, result.joint_f
+        self.link_omega, self.joint_omega = lie.axial(self.link_f), lie.axial(self.joint_f)
+        self._history = [self._snapshot()] + self._history[:2]
+        if self.controller is not None:  # the target reached this step is the next step's old target
+            self.target_pose_old = self.target_pose.copy()
+
+    def _solve_stage(self, start: _Snapshot, dt_stage: float, abs_tol, step_tol, max_iter):
+        """Solve one stage of length dt_stage from ``start``; returns its end state (velocities are the stage's
+        finite differences) and the Newton iterations per world."""
+        m = self.model
+        q0 = start.q
+        rot0, _, com0 = forward_kinematics(m, q0)
+        jrot0, jtrans0 = joint_transforms(m, q0)
+        stage = StageData(dt=dt_stage, q0=q0, link_pred_com=com0 + dt_stage * start.link_velocity,
+                          link_pred_rot=rot0 + dt_stage * (start.link_f @ rot0),
+                          joint_velocity0=start.joint_velocity, gravity=self.gravity,
+                          drives=self.drives + self._stage_controller[0], tracking=self._stage_controller[1],
+                          ranges=self.ranges, dof_loads=self.dof_loads,
+                          joint_pred_trans=jtrans0 + dt_stage * start.joint_lin,
+                          joint_pred_rot=jrot0 + dt_stage * (start.joint_f @ jrot0))
+        q = q0.copy()
+        active = np.ones(self.num_worlds, dtype=bool)
+        iterations = np.zeros(self.num_worlds, dtype=np.int64)
+        energy, grad, hess = total(m, q, stage)
+        for _ in range(max_iter):
+            active &= np.max(np.abs(grad), axis=1) > abs_tol
+            if not np.any(active):
+                break
+            direction = -np.linalg.solve(hess, grad[..., None])[..., 0]
+            slope = np.einsum("wd,wd->w", grad, direction)
+            alpha = np.where(active, 1.0, 0.0)
+            grad_norm = np.linalg.norm(grad, axis=1)
+            for _ls in range(30):
+                trial = add_delta(m, q, alpha[:, None] * direction)
+                e_trial, g_trial, h_trial = total(m, trial, stage)
+                # Near the solution the energy change drops below its round-off, so a step that lowers the
+                # gradient there is accepted too (otherwise the search shrinks alpha and stalls the Newton).
+                flat = np.abs(e_trial - energy) <= _ENERGY_ROUND_OFF * (1.0 + np.abs(energy))
+                ok = (e_trial <= energy + _ARMIJO * alpha * slope) | (flat & (np.linalg.norm(g_trial, axis=1) < grad_norm))
+                bad = active & ~ok & (alpha > 1e-12)
+                if not np.any(bad):
+                    break
+                alpha = np.where(bad, 0.5 * alpha, alpha)
+            iterations += active
+            moved = np.max(np.abs(alpha[:, None] * direction), axis=1)
+            # the accepted trial's terms are the next iteration's (a world's own values only: worlds stay apart)
+            q = np.where(active[:, None], trial, q)
+            energy = np.where(active, e_trial, energy)
+            grad = np.where(active[:, None], g_trial, grad)
+            hess = np.where(active[:, None, None], h_trial, hess)
+            active &= moved > step_tol
+        rot1, _, com1 = forward_kinematics(m, q)
+        jrot1, jtrans1 = joint_transforms(m, q)
+        joint_f = (jrot1 - jrot0) / dt_stage @ np.swapaxes(jrot1, -1, -2)
+        # Reported joint velocities (as the engine reports them): scalar DoFs dq/dt; rotation blocks the joint's
+        # angular velocity axial((R_j - R_j0)/dt R_j^T) in its parent frame (not log(R_j R_j0^T)/dt).
+        joint_velocity = pose_delta(m, q0, q) / dt_stage
+        joint_omega = lie.axial(joint_f)
+        for j, info in enumerate(m.dof_info):
+            if m.joint_type[j] in (JT.SPHERICAL, JT.FREE):
+                o = info.get_rot_offset()
+                joint_velocity[:, o:o + 3] = joint_omega[:, j]
+        end = _Snapshot(q=q, joint_velocity=joint_velocity, link_velocity=(com1 - com0) / dt_stage,
+                        link_f=(rot1 - rot0) / dt_stage @ np.swapaxes(rot1, -1, -2),
+                        joint_lin=(jtrans1 - jtrans0) / dt_stage, joint_f=joint_f)
+        return end, iterations
+
+    def _snapshot(self) -> _Snapshot:
+        return _Snapshot(self.q.copy(), self.joint_velocity.copy(), self.link_velocity.copy(), self.link_f.copy(),
+                         self.joint_lin.copy(), self.joint_f.copy())
