@@ -112,8 +112,9 @@ class PixelObservations:
         self.view = None
         self.looks = None
         if self.images:
-            # shadow map texels: 2 per image pixel (256 = the numpy renderer's at 128 pixels and up)
-            shading = ShadingParams(shadow_map_size=int(np.clip(2 * max(height, width), 64, 256)))
+            # shadow map texels: one per image pixel (a pixel at 64 x 64 is ~1 cm on the table, a texel ~5 mm over the
+            # casters), at least 64 and at most the numpy renderer's 256
+            shading = ShadingParams(shadow_map_size=int(np.clip(max(height, width), 64, 256)))
             self.view = WorldsView(worlds, self.camera, shading, empty_depth=self.camera.far_m)
             self.looks = self.view.default_looks(worlds.num_worlds)
         robot_bounds = worlds.robot.observation_bounds()

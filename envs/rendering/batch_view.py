@@ -78,6 +78,7 @@ class WorldsView:
             mk_index.append(np.full(len(tris), m, dtype=np.int64))
         self.mk_local = kernel_array(np.concatenate(mk_local).reshape(-1, 3, 3) if markers else np.zeros((0, 3, 3)))
         self.mk_index = np.concatenate(mk_index) if markers else np.zeros(0, dtype=np.int64)
+        self.mk_radius = np.array([radius for _, radius in markers], dtype=np.float64)
         self.mk_alpha = np.full(self.num_markers, MARKER_ALPHA, dtype=np.float32)
         self.checker_origin = np.asarray(TABLE_PATTERN.origin, dtype=np.float64)
         self.base_checker = np.stack([TABLE_PATTERN.color_a, TABLE_PATTERN.color_b]).astype(np.float64)
@@ -113,7 +114,7 @@ class WorldsView:
         seg = np.empty((k, cam.height, cam.width), dtype=np.int32)
         render_worlds(self.tri_local, self.tri_actor, self.tri_flags, self.tri_seg, kernel_array(pos),
                       kernel_array(lie.quat_to_matrix(quat)), kernel_array(looks.actor_albedo), self.mk_local,
-                      self.mk_index, kernel_array(centres), kernel_array(looks.marker_albedo), self.mk_alpha,
+                      self.mk_index, self.mk_radius, kernel_array(centres), kernel_array(looks.marker_albedo), self.mk_alpha,
                       kernel_array(looks.checker), float(TABLE_PATTERN.cell_size_m), self.checker_origin,
                       kernel_array(looks.light), kernel_array(looks.background), kernel_array(looks.cam_eye),
                       kernel_array(looks.cam_rot), float(cam.focal_length_px), float(cam.near_m), float(cam.far_m),

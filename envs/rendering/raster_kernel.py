@@ -169,11 +169,12 @@ def _pose_faces(tri_local, tri_actor, pos, rot, corners, normals):
             for j in range(3):
                 corners[t, k, j] = (tri_local[t, k, 0] * rot[a, j, 0] + tri_local[t, k, 1] * rot[a, j, 1]
                                     + tri_local[t, k, 2] * rot[a, j, 2]) + pos[a, j]
-        e1 = corners[t, 1] - corners[t, 0]
-        e2 = corners[t, 2] - corners[t, 0]
-        n0 = e1[1] * e2[2] - e1[2] * e2[1]
-        n1 = e1[2] * e2[0] - e1[0] * e2[2]
-        n2 = e1[0] * e2[1] - e1[1] * e2[0]
+        # scalars, not array slices: a slice difference allocates, once per triangle per world
+        e10, e11, e12 = corners[t, 1, 0] - corners[t, 0, 0], corners[t, 1, 1] - corners[t, 0, 1], corners[t, 1, 2] - corners[t, 0, 2]
+        e20, e21, e22 = corners[t, 2, 0] - corners[t, 0, 0], corners[t, 2, 1] - corners[t, 0, 1], corners[t, 2, 2] - corners[t, 0, 2]
+        n0 = e11 * e22 - e12 * e21
+        n1 = e12 * e20 - e10 * e22
+        n2 = e10 * e21 - e11 * e20
         length = np.sqrt(n0 * n0 + n1 * n1 + n2 * n2)
         if length > 0:
             normals[t, 0], normals[t, 1], normals[t, 2] = n0 / length, n1 / length, n2 / length
@@ -201,11 +202,11 @@ def _shadow_map(corners, tri_flags, light, size, bias_texels, smap, sid, scratch
     for t in range(corners.shape[0]):
         if not (tri_flags[t] & CASTS_SHADOW):
             continue
-        u1 = corners[t, 1] - corners[t, 0]
-        u2 = corners[t, 2] - corners[t, 0]
-        n0 = u1[1] * u2[2] - u1[2] * u2[1]
-        n1 = u1[2] * u2[0] - u1[0] * u2[2]
-        n2 = u1[0] * u2[1] - u1[1] * u2[0]
+        e10, e11, e12 = corners[t, 1, 0] - corners[t, 0, 0], corners[t, 1, 1] - corners[t, 0, 1], corners[t, 1, 2] - corners[t, 0, 2]
+        e20, e21, e22 = corners[t, 2, 0] - corners[t, 0, 0], corners[t, 2, 1] - corners[t, 0, 1], corners[t, 2, 2] - corners[t, 0, 2]
+        n0 = e11 * e22 - e12 * e21
+        n1 = e12 * e20 - e10 * e22
+        n2 = e10 * e21 - e11 * e20
         if not (n0 * lx + n1 * ly + n2 * lz < 0.0):
             continue
         for k in range(3):
@@ -266,7 +267,7 @@ def _visibility(x, y, z, smap, size, m):
 
 @kernel
 def render_worlds(tri_local, tri_actor, tri_flags, tri_seg, actor_pos, actor_rot, actor_albedo,
-                  mk_local, mk_index, mk_centre, mk_albedo, mk_alpha,
+                  mk_local, mk_index, mk_radius, mk_centre, mk_albedo, mk_alpha,
                   checker_colors, checker_cell, checker_origin, light, background,
                   cam_eye, cam_rot, focal, near, far, ray_right, ray_up, shading, shadow_size, shadows,
                   want_rgb, empty_depth, rgb, depth, seg):
@@ -275,7 +276,7 @@ def render_worlds(tri_local, tri_actor, tri_flags, tri_seg, actor_pos, actor_rot
 
     Meshes: ``tri_local`` (T, 3, 3) corners in their actor's frame, ``tri_actor`` (T,), ``tri_flags`` (T,)
     (PATTERNED | CASTS_SHADOW | RECEIVES_SHADOW), ``tri_seg`` (T,) int32; markers ``mk_local`` (Tm, 3, 3) about
-    their centre, ``mk_index`` (Tm,) marker of each. Per world: ``actor_pos`` (W, A, 3), ``actor_rot`` (W, A, 3,
+    their centre, ``mk_index`` (Tm,) marker of each, ``mk_radius`` (M,) [m] a radius holding each marker. Per world: ``actor_pos`` (W, A, 3), ``actor_rot`` (W, A, 3,
     3), ``actor_albedo`` (W, A, 3), ``mk_centre`` (W, M, 3), ``mk_albedo`` (W, M, 3), ``checker_colors`` (W, 2, 3),
     ``light`` (W, 3) unit travel direction, ``background`` (W, 3), ``cam_eye`` (W, 3), ``cam_rot`` (W, 3, 3)
     camera-from-world rows. Shared: ``mk_alpha`` (M,) float32, ``checker_cell`` [m], ``checker_origin`` (3,),
@@ -308,7 +309,7 @@ def render_worlds(tri_local, tri_actor, tri_flags, tri_seg, actor_pos, actor_rot
     mk_actor = mk_index.copy()
     mq = np.empty((max(n_mk, 1), n_pix), dtype=np.float32)
     mid = np.empty((max(n_mk, 1), n_pix), dtype=np.int64)
-    image = np.empty(n_pix, dtype=np.uint32)
+    boxes = np.empty((max(n_mk, 1), 4), dtype=np.int64)
     order = np.empty(max(n_mk, 1), dtype=np.int64)
     q_far = np.float32(1.0 / far)
     inv255 = np.float32(255.0)
@@ -324,89 +325,107 @@ def render_worlds(tri_local, tri_actor, tri_flags, tri_seg, actor_pos, actor_rot
                 continue  # back face
             _view_triangle(corners[t], eye, rot, view)
             _raster_view_triangle(view, t, focal, near, width, height, zq, zid, clipped)
-        for i in range(n_pix):
-            f = zid[i]
-            r, c = i // width, i % width
-            if f >= 0 and zq[i] >= q_far:
-                depth[w, r, c] = np.float32(1.0) / zq[i]
-                seg[w, r, c] = tri_seg[f]
-            else:
-                zid[i] = -1
-                zq[i] = 0.0
-                depth[w, r, c] = np.float32(empty_depth)
-                seg[w, r, c] = 0
-        if not want_rgb:
-            continue
-        # flat lighting per face (renderer._Faces.build)
-        for t in range(n_tri):
-            amb = ground + (sky - ground) * 0.5 * (1.0 + normals[t, 2])
-            dif = diffuse_k * max(0.0, -(normals[t, 0] * lx + normals[t, 1] * ly + normals[t, 2] * lz))
-            face_ambient[t], face_diffuse[t] = amb, dif
-            a = tri_actor[t]
-            light32 = np.float32(amb + dif)
-            face_sunlit[t] = _pack(np.float32(actor_albedo[w, a, 0]) * light32,
-                                   np.float32(actor_albedo[w, a, 1]) * light32,
-                                   np.float32(actor_albedo[w, a, 2]) * light32)
-        have_shadow = shadows and _shadow_map(corners, tri_flags, light[w], shadow_size, bias_texels, smap, sid,
-                                              scratch, smap_params)
+        if want_rgb:
+            # flat lighting per face (renderer._Faces.build) and the shadow map, before the pixel pass
+            for t in range(n_tri):
+                amb = ground + (sky - ground) * 0.5 * (1.0 + normals[t, 2])
+                dif = diffuse_k * max(0.0, -(normals[t, 0] * lx + normals[t, 1] * ly + normals[t, 2] * lz))
+                face_ambient[t], face_diffuse[t] = amb, dif
+                a = tri_actor[t]
+                light32 = np.float32(amb + dif)
+                face_sunlit[t] = _pack(np.float32(actor_albedo[w, a, 0]) * light32,
+                                       np.float32(actor_albedo[w, a, 1]) * light32,
+                                       np.float32(actor_albedo[w, a, 2]) * light32)
+            have_shadow = shadows and _shadow_map(corners, tri_flags, light[w], shadow_size, bias_texels, smap, sid,
+                                                  scratch, smap_params)
+        else:
+            have_shadow = False
         ex, ey, ez = np.float32(eye[0]), np.float32(eye[1]), np.float32(eye[2])
+        r00, r01, r02 = np.float32(rot[0, 0]), np.float32(rot[0, 1]), np.float32(rot[0, 2])
+        r10, r11, r12 = np.float32(rot[1, 0]), np.float32(rot[1, 1]), np.float32(rot[1, 2])
+        r20, r21, r22 = np.float32(rot[2, 0]), np.float32(rot[2, 1]), np.float32(rot[2, 2])
         background_packed = _pack(np.float32(background[w, 0]), np.float32(background[w, 1]),
                                   np.float32(background[w, 2]))
-        inv_cell = np.float32(1.0 / checker_cell)
-        for i in range(n_pix):
-            f = zid[i]
-            if f < 0:
-                image[i] = background_packed
+        inv_cell = np.float64(np.float32(1.0 / checker_cell))
+        for r in range(height):
+            for c in range(width):
+                i = r * width + c
+                f = zid[i]
+                if f < 0 or zq[i] < q_far:
+                    zid[i] = -1
+                    zq[i] = 0.0
+                    depth[w, r, c] = np.float32(empty_depth)
+                    seg[w, r, c] = 0
+                    colour = background_packed
+                else:
+                    d = np.float32(1.0) / zq[i]
+                    depth[w, r, c] = d
+                    seg[w, r, c] = tri_seg[f]
+                    if not want_rgb:
+                        continue
+                    flags = tri_flags[f]
+                    patterned = (flags & PATTERNED) != 0
+                    receives = (flags & RECEIVES_SHADOW) != 0 and have_shadow
+                    if not patterned and not (receives and face_diffuse[f] > 0.0):
+                        colour = face_sunlit[f]
+                    else:
+                        right_m, up_m = ray_right[i] * d, ray_up[i] * d
+                        x = ex + right_m * r00 + up_m * r10 - d * r20
+                        y = ey + right_m * r01 + up_m * r11 - d * r21
+                        z = ez + right_m * r02 + up_m * r12 - d * r22
+                        if patterned:
+                            ax0, ax1, ax2 = abs(normals[f, 0]), abs(normals[f, 1]), abs(normals[f, 2])
+                            dominant = 0 if (ax0 >= ax1 and ax0 >= ax2) else (1 if ax1 >= ax2 else 2)
+                            # float32 coordinates minus the float64 origin: float64 in numpy, as in albedo_planes
+                            u_src = np.float64(y) - checker_origin[1] if dominant == 0 else np.float64(x) - checker_origin[0]
+                            v_src = np.float64(y) - checker_origin[1] if dominant == 2 else np.float64(z) - checker_origin[2]
+                            odd = np.int32(np.floor(np.float32(u_src * inv_cell)) + np.floor(np.float32(v_src * inv_cell))) & 1
+                            al0 = np.float32(checker_colors[w, odd, 0])
+                            al1 = np.float32(checker_colors[w, odd, 1])
+                            al2 = np.float32(checker_colors[w, odd, 2])
+                        else:
+                            a = tri_actor[f]
+                            al0 = np.float32(actor_albedo[w, a, 0])
+                            al1 = np.float32(actor_albedo[w, a, 1])
+                            al2 = np.float32(actor_albedo[w, a, 2])
+                        sun = 1.0
+                        if receives:
+                            sun = _visibility(x, y, z, smap, shadow_size, smap_params)
+                        light32 = np.float32(face_ambient[f] + face_diffuse[f] * sun)
+                        colour = _pack(al0 * light32, al1 * light32, al2 * light32)
+                if want_rgb:
+                    rgb[w, r, c, 0] = np.uint8(colour & np.uint32(0xFF))
+                    rgb[w, r, c, 1] = np.uint8((colour >> np.uint32(8)) & np.uint32(0xFF))
+                    rgb[w, r, c, 2] = np.uint8((colour >> np.uint32(16)) & np.uint32(0xFF))
+        if not want_rgb or n_mk == 0:
+            continue
+        # translucent markers: each z-buffered into its own layer within its screen box, then blended far to near
+        # where in front of the opaque surface
+        _pose_faces(mk_local, mk_actor, mk_centre[w], mk_rot, mk_corners, mk_normals)
+        _marker_boxes(mk_centre[w], mk_radius, eye, rot, focal, near, width, height, boxes)
+        r_lo, r_hi, c_lo, c_hi = height, -1, width, -1
+        for m in range(n_mk):
+            r_lo, r_hi = min(r_lo, boxes[m, 0]), max(r_hi, boxes[m, 1])
+            c_lo, c_hi = min(c_lo, boxes[m, 2]), max(c_hi, boxes[m, 3])
+            for r in range(boxes[m, 0], boxes[m, 1] + 1):
+                for c in range(boxes[m, 2], boxes[m, 3] + 1):
+                    mq[m, r * width + c] = 0.0
+                    mid[m, r * width + c] = -1
+        for t in range(n_mk_tri):
+            m = mk_index[t]
+            if boxes[m, 1] < boxes[m, 0] or not (
+                    mk_normals[t, 0] * (eye[0] - mk_corners[t, 0, 0]) + mk_normals[t, 1] * (eye[1] - mk_corners[t, 0, 1])
+                    + mk_normals[t, 2] * (eye[2] - mk_corners[t, 0, 2]) > 0.0):
                 continue
-            flags = tri_flags[f]
-            patterned = (flags & PATTERNED) != 0
-            receives = (flags & RECEIVES_SHADOW) != 0 and have_shadow
-            if not patterned and not (receives and face_diffuse[f] > 0.0):
-                image[i] = face_sunlit[f]
-                continue
-            d = np.float32(1.0) / zq[i]
-            right_m, up_m = ray_right[i] * d, ray_up[i] * d
-            x = ex + right_m * np.float32(rot[0, 0]) + up_m * np.float32(rot[1, 0]) - d * np.float32(rot[2, 0])
-            y = ey + right_m * np.float32(rot[0, 1]) + up_m * np.float32(rot[1, 1]) - d * np.float32(rot[2, 1])
-            z = ez + right_m * np.float32(rot[0, 2]) + up_m * np.float32(rot[1, 2]) - d * np.float32(rot[2, 2])
-            a = tri_actor[f]
-            if patterned:
-                ax0, ax1, ax2 = abs(normals[f, 0]), abs(normals[f, 1]), abs(normals[f, 2])
-                dominant = 0 if (ax0 >= ax1 and ax0 >= ax2) else (1 if ax1 >= ax2 else 2)
-                u_src = np.float64(y) - checker_origin[1] if dominant == 0 else np.float64(x) - checker_origin[0]
-                v_src = np.float64(y) - checker_origin[1] if dominant == 2 else np.float64(z) - checker_origin[2]
-                u = np.float32(u_src * np.float64(inv_cell))
-                v = np.float32(v_src * np.float64(inv_cell))
-                odd = np.int32(np.floor(u) + np.floor(v)) & 1
-                al0 = np.float32(checker_colors[w, odd, 0])
-                al1 = np.float32(checker_colors[w, odd, 1])
-                al2 = np.float32(checker_colors[w, odd, 2])
-            else:
-                al0 = np.float32(actor_albedo[w, a, 0])
-                al1 = np.float32(actor_albedo[w, a, 1])
-                al2 = np.float32(actor_albedo[w, a, 2])
-            sun = 1.0
-            if receives:
-                sun = _visibility(x, y, z, smap, shadow_size, smap_params)
-            light32 = np.float32(face_ambient[f] + face_diffuse[f] * sun)
-            image[i] = _pack(al0 * light32, al1 * light32, al2 * light32)
-        if n_mk > 0:
-            # translucent markers: each z-buffered into its own layer, then blended far to near where in front
-            _pose_faces(mk_local, mk_actor, mk_centre[w], mk_rot, mk_corners,
-                        mk_normals)
-            mq[:] = 0.0
-            mid[:] = -1
-            for t in range(n_mk_tri):
-                if not (mk_normals[t, 0] * (eye[0] - mk_corners[t, 0, 0])
-                        + mk_normals[t, 1] * (eye[1] - mk_corners[t, 0, 1])
-                        + mk_normals[t, 2] * (eye[2] - mk_corners[t, 0, 2]) > 0.0):
-                    continue
-                _view_triangle(mk_corners[t], eye, rot, view)
-                _raster_view_triangle(view, t, focal, near, width, height, mq[mk_index[t]], mid[mk_index[t]],
-                                      clipped)
-            for i in range(n_pix):
+            _view_triangle(mk_corners[t], eye, rot, view)
+            _raster_view_triangle(view, t, focal, near, width, height, mq[m], mid[m], clipped)
+        for r in range(r_lo, r_hi + 1):
+            for c in range(c_lo, c_hi + 1):
+                i = r * width + c
                 n_layers = 0
                 for m in range(n_mk):
+                    if not (boxes[m, 0] <= r <= boxes[m, 1] and boxes[m, 2] <= c <= boxes[m, 3]):
+                        continue
                     if mid[m, i] >= 0 and mq[m, i] > zq[i] and mq[m, i] >= q_far:
                         # insertion by nearness, far first; equal nearness keeps marker order (a stable sort)
                         j = n_layers
@@ -419,22 +438,49 @@ def render_worlds(tri_local, tri_actor, tri_flags, tri_seg, actor_pos, actor_rot
                     m = order[k]
                     t = mid[m, i]
                     amb = ground + (sky - ground) * 0.5 * (1.0 + mk_normals[t, 2])
-                    dif = diffuse_k * max(0.0, -(mk_normals[t, 0] * lx + mk_normals[t, 1] * ly
-                                                  + mk_normals[t, 2] * lz))
+                    dif = diffuse_k * max(0.0, -(mk_normals[t, 0] * lx + mk_normals[t, 1] * ly + mk_normals[t, 2] * lz))
                     light32 = np.float32(amb + dif)
                     alpha = mk_alpha[m]
                     keep = np.float32(1.0) - alpha
-                    old = image[i]
-                    image[i] = _pack(
-                        alpha * (np.float32(mk_albedo[w, m, 0]) * light32)
-                        + keep * (np.float32(old & np.uint32(0xFF)) / inv255),
-                        alpha * (np.float32(mk_albedo[w, m, 1]) * light32)
-                        + keep * (np.float32((old >> np.uint32(8)) & np.uint32(0xFF)) / inv255),
-                        alpha * (np.float32(mk_albedo[w, m, 2]) * light32)
-                        + keep * (np.float32((old >> np.uint32(16)) & np.uint32(0xFF)) / inv255))
-        for i in range(n_pix):
-            r, c = i // width, i % width
-            px = image[i]
-            rgb[w, r, c, 0] = np.uint8(px & np.uint32(0xFF))
-            rgb[w, r, c, 1] = np.uint8((px >> np.uint32(8)) & np.uint32(0xFF))
-            rgb[w, r, c, 2] = np.uint8((px >> np.uint32(16)) & np.uint32(0xFF))
+                    colour = _pack(alpha * (np.float32(mk_albedo[w, m, 0]) * light32)
+                                   + keep * (np.float32(rgb[w, r, c, 0]) / inv255),
+                                   alpha * (np.float32(mk_albedo[w, m, 1]) * light32)
+                                   + keep * (np.float32(rgb[w, r, c, 1]) / inv255),
+                                   alpha * (np.float32(mk_albedo[w, m, 2]) * light32)
+                                   + keep * (np.float32(rgb[w, r, c, 2]) / inv255))
+                    rgb[w, r, c, 0] = np.uint8(colour & np.uint32(0xFF))
+                    rgb[w, r, c, 1] = np.uint8((colour >> np.uint32(8)) & np.uint32(0xFF))
+                    rgb[w, r, c, 2] = np.uint8((colour >> np.uint32(16)) & np.uint32(0xFF))
+
+
+@inner_kernel
+def _marker_boxes(centres, radii, eye, rot, focal, near, width, height, boxes):
+    """Pixel boxes (M, 4: first row, last row, first column, last column) holding each marker sphere's image: the
+    projections of its bounding cube's corners, 1 pixel wider; the whole image when the cube reaches the near plane;
+    empty (last < first) when it is behind it or off screen."""
+    for m in range(centres.shape[0]):
+        x_lo, x_hi, y_lo, y_hi = np.inf, -np.inf, np.inf, -np.inf
+        behind, crossing = 0, False
+        rad = radii[m]
+        for k in range(8):
+            px = centres[m, 0] + (rad if k & 1 else -rad) - eye[0]
+            py = centres[m, 1] + (rad if k & 2 else -rad) - eye[1]
+            pz = centres[m, 2] + (rad if k & 4 else -rad) - eye[2]
+            vx = px * rot[0, 0] + py * rot[0, 1] + pz * rot[0, 2]
+            vy = px * rot[1, 0] + py * rot[1, 1] + pz * rot[1, 2]
+            d = -(px * rot[2, 0] + py * rot[2, 1] + pz * rot[2, 2])
+            if d < near:
+                crossing = True
+                behind += 1
+                continue
+            sx, sy = 0.5 * width + focal * vx / d, 0.5 * height - focal * vy / d
+            x_lo, x_hi, y_lo, y_hi = min(x_lo, sx), max(x_hi, sx), min(y_lo, sy), max(y_hi, sy)
+        if behind == 8:
+            boxes[m, 0], boxes[m, 1], boxes[m, 2], boxes[m, 3] = 0, -1, 0, -1
+        elif crossing:
+            boxes[m, 0], boxes[m, 1], boxes[m, 2], boxes[m, 3] = 0, height - 1, 0, width - 1
+        else:
+            boxes[m, 0] = max(int(np.floor(y_lo)) - 1, 0)
+            boxes[m, 1] = min(int(np.floor(y_hi)) + 1, height - 1)
+            boxes[m, 2] = max(int(np.floor(x_lo)) - 1, 0)
+            boxes[m, 3] = min(int(np.floor(x_hi)) + 1, width - 1)
