@@ -235,6 +235,18 @@ def case_pixels(args) -> dict:
     out["Push-v0 make_vec(64) state-only aggregate env steps/s"] = rates["state"]
     out["Push-v0 make_vec(64) rgb 64x64 aggregate env steps/s"] = rates["rgb"]
     out["ratio rgb 64x64 / state-only (target >= 0.5)"] = rates["rgb"] / rates["state"]
+    # the opt-in worker threads split the worlds' frames (and their Newton solves) over two threads, the same bits
+    mochi.initialize(num_worker_threads=2)
+    try:
+        threaded = _alternating_rates({
+            "state": lambda: gym.make_vec("SuperDex/Push-v0", num_envs=64, vectorization_mode="vector_entry_point"),
+            "rgb": lambda: gym.make_vec("SuperDex/Push-v0", num_envs=64, vectorization_mode="vector_entry_point",
+                                        obs_mode="rgb", image_size=64),
+        }, max(args.env_steps, 64 * 10), 64, reps)
+    finally:
+        mochi.initialize(num_worker_threads=0)
+    out["Push-v0 make_vec(64) rgb 64x64 aggregate env steps/s, 2 worker threads"] = threaded["rgb"]
+    out["ratio rgb 64x64 / state-only, both on 2 worker threads"] = threaded["rgb"] / threaded["state"]
     venv = gym.make_vec("SuperDex/Push-v0", num_envs=64, vectorization_mode="vector_entry_point")
     venv.reset(seed=0)
     venv.step(np.zeros((64, 4), dtype=np.float32))

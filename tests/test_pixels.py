@@ -267,3 +267,16 @@ def test_randomization_off_leaves_the_state_trajectory_unchanged():
     randomized = stepped_env("SuperDex/Push-v0", seed=7, steps=3, obs_mode="state+rgb", image_size=16)
     np.testing.assert_array_equal(plain.unwrapped.worlds.observations()["observation"],
                                   randomized.unwrapped.worlds.observations()["observation"])
+
+
+def test_worker_threads_draw_the_serial_frames():
+    from helpers import assert_worker_threads_give_the_serial_bits
+
+    def run():
+        venv = gym.make_vec("SuperDex/Stack2-v0", num_envs=5, vectorization_mode="vector_entry_point",
+                            obs_mode="rgbd+segmentation", image_size=24, randomize=True)
+        venv.reset(seed=2)
+        obs = venv.step(np.full((5, 4), 0.2, dtype=np.float32))[0]
+        return [obs["rgb"], obs["depth"], obs["segmentation"]]
+
+    assert_worker_threads_give_the_serial_bits(run)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from superdex_gym.sim import lie
+from superdex_gym.sim.context import worker_threads
 from superdex_gym.sim.jit import kernel_array
 
 from .camera import Camera
@@ -112,12 +113,36 @@ class WorldsView:
         rgb = np.empty((k, cam.height, cam.width, 3), dtype=np.uint8)
         depth = np.empty((k, cam.height, cam.width), dtype=np.float32)
         seg = np.empty((k, cam.height, cam.width), dtype=np.int32)
-        render_worlds(self.tri_local, self.tri_actor, self.tri_flags, self.tri_seg, kernel_array(pos),
-                      kernel_array(lie.quat_to_matrix(quat)), kernel_array(looks.actor_albedo), self.mk_local,
-                      self.mk_index, self.mk_radius, kernel_array(centres), kernel_array(looks.marker_albedo), self.mk_alpha,
-                      kernel_array(looks.checker), float(TABLE_PATTERN.cell_size_m), self.checker_origin,
-                      kernel_array(looks.light), kernel_array(looks.background), kernel_array(looks.cam_eye),
-                      kernel_array(looks.cam_rot), float(cam.focal_length_px), float(cam.near_m), float(cam.far_m),
-                      self.ray_right, self.ray_up, self.shading_values, int(self.shading.shadow_map_size), True,
-                      bool(want_rgb), self.empty_depth, rgb, depth, seg)
+        per_world = [kernel_array(pos), kernel_array(lie.quat_to_matrix(quat)), kernel_array(looks.actor_albedo),
+                     kernel_array(centres), kernel_array(looks.marker_albedo), kernel_array(looks.checker),
+                     kernel_array(looks.light), kernel_array(looks.background), kernel_array(looks.cam_eye),
+                     kernel_array(looks.cam_rot), rgb, depth, seg]
+
+        def draw(lo, hi):
+            p, r, alb, cen, mka, chk, light, bg, eye, crot, out_rgb, out_depth, out_seg = (a[lo:hi] for a in per_world)
+            render_worlds(self.tri_local, self.tri_actor, self.tri_flags, self.tri_seg, p, r, alb, self.mk_local,
+                          self.mk_index, self.mk_radius, cen, mka, self.mk_alpha, chk, float(TABLE_PATTERN.cell_size_m),
+                          self.checker_origin, light, bg, eye, crot, float(cam.focal_length_px), float(cam.near_m),
+                          float(cam.far_m), self.ray_right, self.ray_up, self.shading_values,
+                          int(self.shading.shadow_map_size), True, bool(want_rgb), self.empty_depth, out_rgb,
+                          out_depth, out_seg)
+
+        threads = min(worker_threads(), k)
+        if threads < 2:
+            draw(0, k)
+        else:  # the opt-in worker threads (sim.initialize): contiguous slices of worlds, the kernel releases the GIL
+            bounds = np.linspace(0, k, threads + 1).astype(int)
+            list(_pool(threads).map(draw, bounds[:-1], bounds[1:]))
         return rgb, depth, seg
+
+
+_POOLS = {}
+
+
+def _pool(threads: int):
+    """A thread pool of ``threads`` workers, made once per size."""
+    if threads not in _POOLS:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="superdex-render")
+    return _POOLS[threads]
