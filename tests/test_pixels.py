@@ -55,6 +55,21 @@ def test_kernel_frames_equal_the_numpy_renderer(env_id, size):
     np.testing.assert_allclose(depth[0][finite], depth_np[finite], rtol=2 ** -22)
 
 
+def test_observation_frames_equal_the_numpy_renderer_with_their_shadow_map():
+    """Observations use a shadow map of max(64, image size) texels (the numpy renderer's default is 256): given the
+    same one, the numpy renderer draws the observation's frame."""
+    from superdex_gym.envs.rendering.renderer import Renderer
+    from superdex_gym.envs.rendering.shading import ShadingParams
+
+    env = stepped_env("SuperDex/Push-v0", obs_mode="rgb", image_size=64)
+    obs = env.unwrapped._obs()
+    p = env.unwrapped.pixels
+    assert p.view.shading.shadow_map_size == 64
+    oracle = SceneView(env.unwrapped.worlds, camera=p.camera)
+    rgb_np, _ = Renderer(camera=p.camera, shading=ShadingParams(shadow_map_size=64)).render(oracle.meshes(0))
+    assert np.any(obs["rgb"] != rgb_np, axis=2).mean() <= MAX_DIFFERENT_PIXELS
+
+
 def test_render_matches_the_numpy_renderer_at_480():
     env = stepped_env("SuperDex/Push-v0", render_mode="rgb_array")
     frame = env.render()

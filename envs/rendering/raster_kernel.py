@@ -248,6 +248,8 @@ def _visibility(x, y, z, smap, size, m):
     """Sun visibility in [0, 1] at float32 world x, y, z (shading.ShadowMap.visibility_at, 2 x 2 bilinear PCF)."""
     tx = x * m[0] + y * m[1] + z * m[2] + m[9]
     ty = x * m[3] + y * m[4] + z * m[5] + m[10]
+    if tx < 1.0 or ty < 1.0 or tx >= size - 2 or ty >= size - 2:
+        return 1.0  # its 2 x 2 texels lie in the map's empty border (two texels wide): lit, as the lookup would say
     light_depth = x * m[6] + y * m[7] + z * m[8] + m[11]
     top = np.float32(size - 1.001)
     tx = min(max(tx, np.float32(0.0)), top)
