@@ -59,6 +59,9 @@ class SmallCNNExtractor(BaseFeaturesExtractor):
         for key, sub in observation_space.spaces.items():
             if is_image_space(sub, check_channels=False):
                 channels = sub.shape[0]  # SB3 transposes images to channels first before the policy
+                if min(sub.shape[1:]) < 20:
+                    raise ValueError(f"SmallCNNExtractor needs images of at least 20 x 20 pixels (its two "
+                                     f"convolutions), got {key!r} of {sub.shape[1]} x {sub.shape[2]}")
                 cnn = nn.Sequential(nn.Conv2d(channels, 16, 8, stride=4), nn.ReLU(), nn.Conv2d(16, 32, 4, stride=2),
                                     nn.ReLU(), nn.Flatten())
                 with th.no_grad():
