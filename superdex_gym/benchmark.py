@@ -489,20 +489,18 @@ def main(argv=None) -> int:
             ratio = result["engine steps/s"] / base
             report["cases"][name] = {**result, "ratio to baseline": ratio}
             tqdm.write(f"{name:40s} " + ", ".join(parts) + f"  (x{ratio:.3g} baseline)")
-        if run_env:
-            bar.set_description(ENV_CASES)
-            report["env"] = case_env(args)
+        for run, part, label, case, width in ((run_env, "env", ENV_CASES, case_env, 55),
+                                              (run_pixels, "pixels", PIXEL_CASES, case_pixels, 70)):
+            if not run:
+                continue
+            bar.set_description(label)
+            report[part] = case(args)
             bar.update(1)
-            for key, value in report["env"].items():
-                tqdm.write(f"{key:55s} {value:,.3f}" if isinstance(value, float) else f"{key:55s} {value}")
-            tqdm.write("ratio single / X: single-env steps/s over X's; make_vec(64) aggregate: 64 worlds' env "
-                       "steps/s summed, over X's single-env rate")
-        if run_pixels:
-            bar.set_description(PIXEL_CASES)
-            report["pixels"] = case_pixels(args)
-            bar.update(1)
-            for key, value in report["pixels"].items():
-                tqdm.write(f"{key:70s} {value:,.3f}" if isinstance(value, float) else f"{key:70s} {value}")
+            for key, value in report[part].items():
+                tqdm.write(f"{key:{width}s} {value:,.3f}" if isinstance(value, float) else f"{key:{width}s} {value}")
+            if part == "env":
+                tqdm.write("ratio single / X: single-env steps/s over X's; make_vec(64) aggregate: 64 worlds' env "
+                           "steps/s summed, over X's single-env rate")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
