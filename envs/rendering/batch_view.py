@@ -92,7 +92,8 @@ class WorldsView:
         light = np.asarray(DEFAULT_LIGHT_DIRECTION, dtype=np.float64)
         return Looks(actor_albedo=np.tile(self.base_albedo, (num_worlds, 1, 1)),
                      checker=np.tile(self.base_checker, (num_worlds, 1, 1)),
-                     marker_albedo=np.tile(np.asarray(MARKER_COLOR, dtype=np.float64), (num_worlds, self.num_markers, 1)),
+                     marker_albedo=np.tile(np.asarray(MARKER_COLOR, dtype=np.float64),
+                                           (num_worlds, self.num_markers, 1)),
                      light=np.tile(light / np.linalg.norm(light), (num_worlds, 1)),
                      background=np.tile(np.asarray(DEFAULT_BACKGROUND, dtype=np.float64), (num_worlds, 1)),
                      cam_eye=np.tile(self.camera.eye, (num_worlds, 1)),

@@ -161,6 +161,22 @@ def _pack(r, g, b):
 
 
 @inner_kernel
+def _face_cross(corners, t):
+    """(c1 - c0) x (c2 - c0) of triangle t of ``corners`` (T, 3, 3), from scalars (array slices would allocate)."""
+    c = corners
+    e10, e11, e12 = c[t, 1, 0] - c[t, 0, 0], c[t, 1, 1] - c[t, 0, 1], c[t, 1, 2] - c[t, 0, 2]
+    e20, e21, e22 = c[t, 2, 0] - c[t, 0, 0], c[t, 2, 1] - c[t, 0, 1], c[t, 2, 2] - c[t, 0, 2]
+    return e11 * e22 - e12 * e21, e12 * e20 - e10 * e22, e10 * e21 - e11 * e20
+
+
+@inner_kernel
+def _faces_eye(corners, normals, t, eye):
+    """Whether triangle t turns its front to ``eye`` (renderer._project's back-face test)."""
+    return (normals[t, 0] * (eye[0] - corners[t, 0, 0]) + normals[t, 1] * (eye[1] - corners[t, 0, 1])
+            + normals[t, 2] * (eye[2] - corners[t, 0, 2])) > 0.0
+
+
+@inner_kernel
 def _pose_faces(tri_local, tri_actor, pos, rot, corners, normals):
     """World corners (T, 3, 3) and unit normals (T, 3) of the local triangles under one world's actor poses."""
     for t in range(tri_local.shape[0]):
@@ -169,12 +185,7 @@ def _pose_faces(tri_local, tri_actor, pos, rot, corners, normals):
             for j in range(3):
                 corners[t, k, j] = (tri_local[t, k, 0] * rot[a, j, 0] + tri_local[t, k, 1] * rot[a, j, 1]
                                     + tri_local[t, k, 2] * rot[a, j, 2]) + pos[a, j]
-        # scalars, not array slices: a slice difference allocates, once per triangle per world
-        e10, e11, e12 = corners[t, 1, 0] - corners[t, 0, 0], corners[t, 1, 1] - corners[t, 0, 1], corners[t, 1, 2] - corners[t, 0, 2]
-        e20, e21, e22 = corners[t, 2, 0] - corners[t, 0, 0], corners[t, 2, 1] - corners[t, 0, 1], corners[t, 2, 2] - corners[t, 0, 2]
-        n0 = e11 * e22 - e12 * e21
-        n1 = e12 * e20 - e10 * e22
-        n2 = e10 * e21 - e11 * e20
+        n0, n1, n2 = _face_cross(corners, t)
         length = np.sqrt(n0 * n0 + n1 * n1 + n2 * n2)
         if length > 0:
             normals[t, 0], normals[t, 1], normals[t, 2] = n0 / length, n1 / length, n2 / length
@@ -202,11 +213,7 @@ def _shadow_map(corners, tri_flags, light, size, bias_texels, smap, sid, scratch
     for t in range(corners.shape[0]):
         if not (tri_flags[t] & CASTS_SHADOW):
             continue
-        e10, e11, e12 = corners[t, 1, 0] - corners[t, 0, 0], corners[t, 1, 1] - corners[t, 0, 1], corners[t, 1, 2] - corners[t, 0, 2]
-        e20, e21, e22 = corners[t, 2, 0] - corners[t, 0, 0], corners[t, 2, 1] - corners[t, 0, 1], corners[t, 2, 2] - corners[t, 0, 2]
-        n0 = e11 * e22 - e12 * e21
-        n1 = e12 * e20 - e10 * e22
-        n2 = e10 * e21 - e11 * e20
+        n0, n1, n2 = _face_cross(corners, t)
         if not (n0 * lx + n1 * ly + n2 * lz < 0.0):
             continue
         for k in range(3):
@@ -278,7 +285,8 @@ def render_worlds(tri_local, tri_actor, tri_flags, tri_seg, actor_pos, actor_rot
 
     Meshes: ``tri_local`` (T, 3, 3) corners in their actor's frame, ``tri_actor`` (T,), ``tri_flags`` (T,)
     (PATTERNED | CASTS_SHADOW | RECEIVES_SHADOW), ``tri_seg`` (T,) int32; markers ``mk_local`` (Tm, 3, 3) about
-    their centre, ``mk_index`` (Tm,) marker of each, ``mk_radius`` (M,) [m] a radius holding each marker. Per world: ``actor_pos`` (W, A, 3), ``actor_rot`` (W, A, 3,
+    their centre, ``mk_index`` (Tm,) marker of each, ``mk_radius`` (M,) [m] a radius holding each marker. Per
+    world: ``actor_pos`` (W, A, 3), ``actor_rot`` (W, A, 3,
     3), ``actor_albedo`` (W, A, 3), ``mk_centre`` (W, M, 3), ``mk_albedo`` (W, M, 3), ``checker_colors`` (W, 2, 3),
     ``light`` (W, 3) unit travel direction, ``background`` (W, 3), ``cam_eye`` (W, 3), ``cam_rot`` (W, 3, 3)
     camera-from-world rows. Shared: ``mk_alpha`` (M,) float32, ``checker_cell`` [m], ``checker_origin`` (3,),
@@ -322,8 +330,7 @@ def render_worlds(tri_local, tri_actor, tri_flags, tri_seg, actor_pos, actor_rot
         zq[:] = 0.0
         zid[:] = -1
         for t in range(n_tri):
-            if not (normals[t, 0] * (eye[0] - corners[t, 0, 0]) + normals[t, 1] * (eye[1] - corners[t, 0, 1])
-                    + normals[t, 2] * (eye[2] - corners[t, 0, 2]) > 0.0):
+            if not _faces_eye(corners, normals, t, eye):
                 continue  # back face
             _view_triangle(corners[t], eye, rot, view)
             _raster_view_triangle(view, t, focal, near, width, height, zq, zid, clipped)
@@ -379,9 +386,11 @@ def render_worlds(tri_local, tri_actor, tri_flags, tri_seg, actor_pos, actor_rot
                             ax0, ax1, ax2 = abs(normals[f, 0]), abs(normals[f, 1]), abs(normals[f, 2])
                             dominant = 0 if (ax0 >= ax1 and ax0 >= ax2) else (1 if ax1 >= ax2 else 2)
                             # float32 coordinates minus the float64 origin: float64 in numpy, as in albedo_planes
-                            u_src = np.float64(y) - checker_origin[1] if dominant == 0 else np.float64(x) - checker_origin[0]
-                            v_src = np.float64(y) - checker_origin[1] if dominant == 2 else np.float64(z) - checker_origin[2]
-                            odd = np.int32(np.floor(np.float32(u_src * inv_cell)) + np.floor(np.float32(v_src * inv_cell))) & 1
+                            dx = np.float64(x) - checker_origin[0]
+                            dy = np.float64(y) - checker_origin[1]
+                            u = np.float32((dy if dominant == 0 else dx) * inv_cell)
+                            v = np.float32((dy if dominant == 2 else np.float64(z) - checker_origin[2]) * inv_cell)
+                            odd = np.int32(np.floor(u) + np.floor(v)) & 1
                             al0 = np.float32(checker_colors[w, odd, 0])
                             al1 = np.float32(checker_colors[w, odd, 1])
                             al2 = np.float32(checker_colors[w, odd, 2])
@@ -415,9 +424,7 @@ def render_worlds(tri_local, tri_actor, tri_flags, tri_seg, actor_pos, actor_rot
                     mid[m, r * width + c] = -1
         for t in range(n_mk_tri):
             m = mk_index[t]
-            if boxes[m, 1] < boxes[m, 0] or not (
-                    mk_normals[t, 0] * (eye[0] - mk_corners[t, 0, 0]) + mk_normals[t, 1] * (eye[1] - mk_corners[t, 0, 1])
-                    + mk_normals[t, 2] * (eye[2] - mk_corners[t, 0, 2]) > 0.0):
+            if boxes[m, 1] < boxes[m, 0] or not _faces_eye(mk_corners, mk_normals, t, eye):
                 continue
             _view_triangle(mk_corners[t], eye, rot, view)
             _raster_view_triangle(view, t, focal, near, width, height, mq[m], mid[m], clipped)
