@@ -183,3 +183,7 @@ def test_policy_keys_must_be_observation_keys(tmp_path):
     with pytest.raises(ValueError, match="policy_keys"):
         train_mod.train("reach_rgb_ppo", output=tmp_path / "run", total_timesteps=64, num_envs=2, eval_episodes=0,
                         overrides=TINY + ['train.policy_keys=["rgb", "cube"]', "env.image_size=8"], verbose=0)
+    with pytest.raises(ValueError, match="policy_keys"):
+        train_mod.resolve("reach_rgb_ppo", overrides=['train.policy_keys="rgb"'])
+    with pytest.raises(ValueError, match="HER"):  # SAC + HER needs the goal keys
+        train_mod.resolve("reach", overrides=['train.policy_keys=["observation", "desired_goal"]'])

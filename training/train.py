@@ -351,6 +351,17 @@ def check_reward(cfg: dict) -> None:
     REWARDS[name].check_params(params)
 
 
+def check_policy_keys(cfg: dict) -> None:
+    """``train.policy_keys``: a list of observation key names; an off-policy algo relabels goals with HER, so its
+    policy must keep both goal keys."""
+    keys = cfg["train"]["policy_keys"]
+    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+        raise ValueError(f"train.policy_keys must be a list of observation key names, got {keys!r}")
+    if keys and cfg["algo"] not in ON_POLICY and not {"achieved_goal", "desired_goal"} <= set(keys):
+        raise ValueError(f"train.policy_keys {keys}: algo {cfg['algo']!r} relabels goals with HER, so they must "
+                         "include 'achieved_goal' and 'desired_goal'")
+
+
 def resolve(config, *, total_timesteps=None, seed=None, num_envs=None, device=None, progress_bar=None,
             checkpoint_freq=None, eval_freq=None, eval_episodes=None, video=None, overrides=()) -> dict:
     """The config (name, path or dict) with the overrides and the command-line values applied, validated."""
@@ -381,6 +392,7 @@ def resolve(config, *, total_timesteps=None, seed=None, num_envs=None, device=No
                              f"relabels {cfg['algo']!r}'s rewards with the env's compute_reward, which it would not "
                              "match")
     check_reward(cfg)
+    check_policy_keys(cfg)
     if t["clip_target_q"] and cfg["algo"] != "sac":
         raise ValueError(f"train.clip_target_q is implemented for algo 'sac' (its twin critics), not {cfg['algo']!r}")
     if t["clip_target_q"] and gym.spec(cfg["env_id"]).kwargs.get("dense_reward", False):
