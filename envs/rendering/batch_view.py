@@ -17,6 +17,7 @@ from superdex_gym.sim import lie
 from superdex_gym.sim.context import worker_threads
 from superdex_gym.sim.jit import kernel_array
 
+from ..core.task import Task
 from .camera import Camera
 from .meshes import sphere_mesh
 from .raster_kernel import CASTS_SHADOW, PATTERNED, RECEIVES_SHADOW, render_worlds
@@ -108,8 +109,12 @@ class WorldsView:
             pos, quat, goal = pos[worlds], quat[worlds], goal[worlds]
             looks = Looks(*(getattr(looks, f)[worlds] for f in Looks.__dataclass_fields__))
         k = pos.shape[0]
-        centres = np.array([[p for p, _ in self.worlds.task.goal_markers(g)] for g in goal],
-                           dtype=np.float64).reshape(k, self.num_markers, 3)
+        task = self.worlds.task
+        if type(task).goal_markers is Task.goal_markers:  # a marker on each goal block: one reshape for all worlds
+            centres = np.asarray(goal, dtype=np.float64).reshape(k, self.num_markers, 3)
+        else:  # a task that places its markers itself, world by world
+            centres = np.array([[p for p, _ in task.goal_markers(g)] for g in goal],
+                               dtype=np.float64).reshape(k, self.num_markers, 3)
         cam = self.camera
         rgb = np.empty((k, cam.height, cam.width, 3), dtype=np.uint8)
         depth = np.empty((k, cam.height, cam.width), dtype=np.float32)
