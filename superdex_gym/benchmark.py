@@ -181,6 +181,126 @@ def case_env(args):
 
 
 ENV_CASES = "env cases: SuperDex/Push-v0 single and make_vec(64), reset, render, the FetchPush / PandaPush anchors"
+PIXEL_CASES = ("pixel cases: make_vec(64) Push with rgb 64x64 against state-only, one 64x64 frame, frames/s at 64, 84, "
+               "128, the numpy renderer and MuJoCo's offscreen renderer")
+
+
+def _alternating_rates(makers: dict, steps: int, num_envs: int, repeats: int) -> dict:
+    """Aggregate env steps/s of each maker, their runs alternated (so the machine's drift hits all alike), medians."""
+    envs = {name: make() for name, make in makers.items()}
+    rng = np.random.default_rng(0)
+    for env in envs.values():
+        env.reset(seed=0)
+        env.step(np.zeros((num_envs, 4), dtype=np.float32))
+    rates = {name: [] for name in envs}
+    for _ in range(repeats):
+        for name, env in envs.items():
+            actions = rng.uniform(-1, 1, (steps // num_envs, num_envs, 4)).astype(np.float32)
+            t0 = time.perf_counter()
+            for a in actions:
+                env.step(a)
+            rates[name].append(len(actions) * num_envs / (time.perf_counter() - t0))
+    for env in envs.values():
+        env.close()
+    return {name: statistics.median(r) for name, r in rates.items()}
+
+
+def _median_seconds(fn, runs: int) -> float:
+    fn()
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def case_pixels(args) -> dict:
+    """Camera observations (docs/pixels.md): the cost of rgb 64 x 64 observations on make_vec(64) Push against the
+    state-only env, one frame's time, frames/s at three sizes, the numpy renderer's frame and MuJoCo's offscreen
+    renderer (where it runs headless)."""
+    import gymnasium as gym
+
+    import superdex_gym  # noqa: F401
+    from superdex_gym.envs.rendering.batch_view import WorldsView
+    from superdex_gym.envs.rendering.scene_view import SceneView, default_camera
+
+    out = {}
+    reps = max(1, min(int(args.repeats), 5))
+    rates = _alternating_rates({
+        "state": lambda: gym.make_vec("SuperDex/Push-v0", num_envs=64, vectorization_mode="vector_entry_point"),
+        "rgb": lambda: gym.make_vec("SuperDex/Push-v0", num_envs=64, vectorization_mode="vector_entry_point",
+                                    obs_mode="rgb", image_size=64),
+    }, max(args.env_steps, 64 * 10), 64, reps)
+    out["Push-v0 make_vec(64) state-only aggregate env steps/s"] = rates["state"]
+    out["Push-v0 make_vec(64) rgb 64x64 aggregate env steps/s"] = rates["rgb"]
+    out["ratio rgb 64x64 / state-only (target >= 0.5)"] = rates["rgb"] / rates["state"]
+    # the opt-in worker threads split the worlds' frames (and their Newton solves) over two threads, the same bits
+    mochi.initialize(num_worker_threads=2)
+    try:
+        threaded = _alternating_rates({
+            "state": lambda: gym.make_vec("SuperDex/Push-v0", num_envs=64, vectorization_mode="vector_entry_point"),
+            "rgb": lambda: gym.make_vec("SuperDex/Push-v0", num_envs=64, vectorization_mode="vector_entry_point",
+                                        obs_mode="rgb", image_size=64),
+        }, max(args.env_steps, 64 * 10), 64, reps)
+    finally:
+        mochi.initialize(num_worker_threads=0)
+    out["Push-v0 make_vec(64) rgb 64x64 aggregate env steps/s, 2 worker threads"] = threaded["rgb"]
+    out["ratio rgb 64x64 / state-only, both on 2 worker threads"] = threaded["rgb"] / threaded["state"]
+    venv = gym.make_vec("SuperDex/Push-v0", num_envs=64, vectorization_mode="vector_entry_point")
+    venv.reset(seed=0)
+    venv.step(np.zeros((64, 4), dtype=np.float32))
+    worlds = venv.unwrapped.worlds if hasattr(venv, "unwrapped") else venv.worlds
+    one = np.array([0])
+    for size in (64, 84, 128):
+        view = WorldsView(worlds, default_camera(size, size), empty_depth=10.0)
+        looks = view.default_looks(64)
+        batch = _median_seconds(lambda: view.render(looks), reps)
+        out[f"frames/s at {size}x{size} (64 worlds per kernel call)"] = 64 / batch
+        if size == 64:
+            out["ms per 64x64 frame in a call of 64 worlds (target <= 0.2)"] = 1e3 * batch / 64
+            out["one 64x64 frame ms (one world per call with its Python, median of 100)"] = 1e3 * _median_seconds(
+                lambda: view.render(looks, worlds=one), 100)
+            oracle = SceneView(worlds, camera=default_camera(size, size))
+            out["numpy renderer ms per 64x64 frame (median of 20)"] = 1e3 * _median_seconds(
+                lambda: oracle.renderer.render(oracle.meshes(0)), 20)
+    venv.close()
+    out.update(_mujoco_offscreen(reps))
+    return out
+
+
+def _mujoco_offscreen(reps: int) -> dict:
+    """MuJoCo's offscreen renderer on a box on a plane at 64 x 64 (frames/s) when it runs headless here (MUJOCO_GL
+    egl or osmesa, each tried in a child process: a GL backend that cannot start may abort the process); otherwise
+    why not."""
+    import importlib.util
+    import os
+    import subprocess
+    import sys
+
+    key = "MuJoCo offscreen 64x64 frames/s"
+    if importlib.util.find_spec("mujoco") is None:
+        return {key: "unavailable (no mujoco); pip install 'superdex-gym[bench]'"}
+    code = ("import mujoco, time, statistics\n"
+            "xml = \"<mujoco><worldbody><light pos='0 0 2'/><geom type='plane' size='1 1 .1'/><body pos='0 0 .1'>"
+            "<freejoint/><geom type='box' size='.02 .02 .02'/></body><camera name='c' pos='-.6 -.6 .6' "
+            "xyaxes='1 -1 0 .5 .5 1'/></worldbody></mujoco>\"\n"
+            "m = mujoco.MjModel.from_xml_string(xml); d = mujoco.MjData(m); r = mujoco.Renderer(m, 64, 64)\n"
+            "r.update_scene(d, camera='c'); r.render()\nts = []\n"
+            f"for _ in range({50 * reps}):\n"
+            "    t = time.perf_counter(); mujoco.mj_step(m, d); r.update_scene(d, camera='c'); r.render()\n"
+            "    ts.append(time.perf_counter() - t)\n"
+            "print(1.0 / statistics.median(ts))\n")
+    errors = []
+    for backend in ("egl", "osmesa"):
+        run = subprocess.run([sys.executable, "-c", code], env={**os.environ, "MUJOCO_GL": backend},
+                             capture_output=True, text=True, timeout=300)
+        if run.returncode == 0:
+            return {key: float(run.stdout.split()[-1]), "MuJoCo GL backend": backend}
+        last = [line for line in run.stderr.splitlines() if line.strip()][-1:] or [f"exit {run.returncode}"]
+        errors.append(f"MUJOCO_GL={backend}: {last[0].strip()}")
+    return {key: "cannot run headless here (" + "; ".join(errors) + ")"}
+
 
 CASES = {
     "free bodies (10 boxes), W=1": lambda r, s: case_free_bodies(1, r, s),
@@ -328,7 +448,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--repeats", type=int, default=5, help="runs per case; the median is reported")
     parser.add_argument("--steps", type=int, default=100, help="engine steps per run (W=256 runs a tenth)")
     parser.add_argument("--only", default=None,
-                        help=f"run only cases whose name contains this text (the env cases' name: {ENV_CASES!r})")
+                        help=f"run only cases whose name contains this text (the env cases' name: {ENV_CASES!r}; the "
+                             f"pixel cases': {PIXEL_CASES!r})")
     parser.add_argument("--env-steps", type=int, default=5000, help="env steps per run of the env cases")
     parser.add_argument("--skip-env", action="store_true", help="engine cases only")
     parser.add_argument("--json", default=None, metavar="PATH", help="also write the results as JSON to PATH")
@@ -350,9 +471,10 @@ def main(argv=None) -> int:
         return 0
     cases = [name for name in CASES if not args.only or args.only in name]
     run_env = not args.skip_env and (not args.only or args.only in ENV_CASES)
+    run_pixels = not args.skip_env and (not args.only or args.only in PIXEL_CASES)
     machine = {"python": platform.python_version(), "numpy": np.__version__, "machine": platform.machine()}
-    report = {"machine": machine, "args": vars(args), "cases": {}, "env": {}}
-    with tqdm(total=1 + len(cases) + run_env, unit="case", leave=False, disable=args.no_progress) as bar:
+    report = {"machine": machine, "args": vars(args), "cases": {}, "env": {}, "pixels": {}}
+    with tqdm(total=1 + len(cases) + run_env + run_pixels, unit="case", leave=False, disable=args.no_progress) as bar:
         bar.set_description("baseline")
         base = baseline(args.repeats)
         bar.update(1)
@@ -368,14 +490,18 @@ def main(argv=None) -> int:
             ratio = result["engine steps/s"] / base
             report["cases"][name] = {**result, "ratio to baseline": ratio}
             tqdm.write(f"{name:40s} " + ", ".join(parts) + f"  (x{ratio:.3g} baseline)")
-        if run_env:
-            bar.set_description(ENV_CASES)
-            report["env"] = case_env(args)
+        for run, part, label, case, width in ((run_env, "env", ENV_CASES, case_env, 55),
+                                              (run_pixels, "pixels", PIXEL_CASES, case_pixels, 70)):
+            if not run:
+                continue
+            bar.set_description(label)
+            report[part] = case(args)
             bar.update(1)
-            for key, value in report["env"].items():
-                tqdm.write(f"{key:55s} {value:,.3f}" if isinstance(value, float) else f"{key:55s} {value}")
-            tqdm.write("ratio single / X: single-env steps/s over X's; make_vec(64) aggregate: 64 worlds' env "
-                       "steps/s summed, over X's single-env rate")
+            for key, value in report[part].items():
+                tqdm.write(f"{key:{width}s} {value:,.3f}" if isinstance(value, float) else f"{key:{width}s} {value}")
+            if part == "env":
+                tqdm.write("ratio single / X: single-env steps/s over X's; make_vec(64) aggregate: 64 worlds' env "
+                           "steps/s summed, over X's single-env rate")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")

@@ -68,3 +68,20 @@ def test_only_selects_the_env_cases_by_their_name(tmp_path):
                            "--no-progress"]) == 0
     report = json.loads(path.read_text())
     assert list(report["cases"]) == ["aligned 5-box stack, W=1"] and report["env"] == {}
+
+
+def test_pixel_cases_report_the_ratio_frames_and_mujoco(tmp_path):
+    """`--only "pixel cases"` runs the camera-observation cases only: the rgb / state-only ratio, one frame's time,
+    frames/s at 64, 84 and 128, and MuJoCo's offscreen renderer (a rate, or why it cannot run here)."""
+    path = tmp_path / "bench.json"
+    assert benchmark.main(["--only", "pixel cases", "--repeats", "1", "--env-steps", "64", "--json", str(path),
+                           "--no-progress"]) == 0
+    report = json.loads(path.read_text())
+    assert report["cases"] == {} and report["env"] == {}
+    px = report["pixels"]
+    ratio = px["ratio rgb 64x64 / state-only (target >= 0.5)"]
+    assert ratio == pytest.approx(px["Push-v0 make_vec(64) rgb 64x64 aggregate env steps/s"]
+                                  / px["Push-v0 make_vec(64) state-only aggregate env steps/s"])
+    assert all(px[f"frames/s at {s}x{s} (64 worlds per kernel call)"] > 0 for s in (64, 84, 128))
+    mujoco = px["MuJoCo offscreen 64x64 frames/s"]
+    assert (isinstance(mujoco, float) and mujoco > 0) or "unavailable" in mujoco or "cannot run headless" in mujoco

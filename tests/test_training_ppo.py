@@ -158,3 +158,32 @@ def test_shaped_rewards_are_refused_where_they_do_not_apply():
         train_mod.resolve("push_ppo", overrides=['train.reward="staged"'])
     with pytest.raises(ValueError, match="uses the env's own reward"):
         train_mod.resolve("push_ppo", overrides=['train.reward="env"'])
+
+
+def test_ppo_from_pixels_trains_on_the_policy_keys_and_evaluates(tmp_path):
+    """configs/push_rgb_ppo.toml, tiny: the policy sees the image, proprioception and goal only (train.policy_keys,
+    the small CNN); observation normalization leaves the image alone; evaluate runs the saved model on the env's
+    full observations."""
+    from stable_baselines3.common.preprocessing import is_image_space
+
+    out = tmp_path / "run"
+    result = train_mod.train("push_rgb_ppo", output=out, total_timesteps=256, num_envs=8, eval_freq=0,
+                             eval_episodes=2, overrides=TINY + ["env.image_size=24"], verbose=0)
+    model = result.model
+    assert set(model.observation_space.spaces) == {"rgb", "proprioception", "desired_goal"}
+    assert is_image_space(model.observation_space["rgb"])  # channels first: SB3's CNN path
+    assert type(model.policy.features_extractor).__name__ == "SmallCNNExtractor"
+    norm = model.get_vec_normalize_env()
+    assert set(norm.norm_obs_keys) == {"proprioception", "desired_goal"}
+    summary = evaluate_mod.evaluate(out / "model.zip", episodes=2, seed=5, num_envs=2)
+    assert summary["env_kwargs"]["obs_mode"] == "state+rgb" and len(summary["per_episode"]) == 2
+
+
+def test_policy_keys_must_be_observation_keys(tmp_path):
+    with pytest.raises(ValueError, match="policy_keys"):
+        train_mod.train("reach_rgb_ppo", output=tmp_path / "run", total_timesteps=64, num_envs=2, eval_episodes=0,
+                        overrides=TINY + ['train.policy_keys=["rgb", "cube"]', "env.image_size=8"], verbose=0)
+    with pytest.raises(ValueError, match="policy_keys"):
+        train_mod.resolve("reach_rgb_ppo", overrides=['train.policy_keys="rgb"'])
+    with pytest.raises(ValueError, match="HER"):  # SAC + HER needs the goal keys
+        train_mod.resolve("reach", overrides=['train.policy_keys=["observation", "desired_goal"]'])

@@ -16,7 +16,9 @@ is). Sections:
   as the HER baselines clip their targets), video (``"gif"``,
   ``"mp4"`` or ``"none"``: one rendered episode of the final model, seed eval_seed, written after training),
   normalize_reward (``"ppo"`` only: ``VecNormalize``'s running return scaling of the reward), reward (``"env"``:
-  the env's own; ``"push_staged"``: a shaped Push reward for learners without HER, ``training/rewards.py``)
+  the env's own; ``"push_staged"``: a shaped Push reward for learners without HER, ``training/rewards.py``),
+  policy_keys (the observation keys the policy sees, e.g. ``["rgb", "proprioception", "desired_goal"]`` with an
+  ``[env] obs_mode``; empty: all; ``normalize`` then leaves the images alone)
 * ``[model]``: keyword arguments of the algorithm (``SAC(...)``), with ``policy`` and ``policy_kwargs``
 * ``[her]``: ``HerReplayBuffer`` kwargs (n_sampled_goal, goal_selection_strategy); off-policy algos only
 * ``[reward]``: keyword arguments of the ``train.reward`` wrapper (its shaping constants)
@@ -66,6 +68,7 @@ DEFAULTS = {
         "video": "gif",
         "normalize_reward": False,
         "reward": "env",
+        "policy_keys": [],
     },
     "model": {"policy": "MultiInputPolicy", "policy_kwargs": {}},
     "her": {"n_sampled_goal": 4, "goal_selection_strategy": "future"},

@@ -105,6 +105,15 @@ def _check_model_fits_env(model, env_id: str, env_kwargs: dict, guessed: bool) -
         space = probe.observation_space
     finally:
         probe.close()
+    keys = getattr(model.observation_space, "spaces", None)
+    if keys is not None and isinstance(space, gym.spaces.Dict) and set(keys) <= set(space.spaces):
+        # a model trained on some keys (train.policy_keys), its images channels first as SB3 transposes them
+        from stable_baselines3.common.preprocessing import is_image_space, is_image_space_channels_first
+        from stable_baselines3.common.vec_env import VecTransposeImage
+
+        space = gym.spaces.Dict({k: VecTransposeImage.transpose_space(space[k])
+                                 if is_image_space(space[k]) and not is_image_space_channels_first(space[k])
+                                 else space[k] for k in keys})
     if space != model.observation_space:
         why = " (the default env: the model has no config.json beside it)" if guessed else ""
         raise ValueError(f"the model's observations {_shapes(model.observation_space)} do not match {env_id}'s "

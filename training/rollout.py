@@ -24,6 +24,9 @@ class ModelPolicy:
         self.model, self.deterministic, self.normalizer = model, deterministic, normalizer
 
     def __call__(self, obs: dict) -> np.ndarray:
+        keys = getattr(self.model.observation_space, "spaces", None)
+        if keys is not None:  # a policy trained on some of the keys (train.policy_keys) gets those
+            obs = {k: obs[k] for k in keys}
         if self.normalizer is not None:
             obs = self.normalizer.normalize_obs(obs)
         if not self.deterministic:

@@ -79,6 +79,7 @@ import numpy as np
 
 from .config import DEFAULTS, available_configs, cli_exit_code, load_config
 from .evaluate import algorithm_class
+from .obs_keys import KeepObservationKeys, named_extractor, vector_keys
 from .rewards import wrap_reward
 from .rollout import ModelPolicy, check_mp4_support, make_eval_vec_env, run_batched_episodes
 from .run_outputs import (atomic_open, atomic_write_text, format_outputs, plot_curve, read_curve, record_episode,
@@ -350,6 +351,17 @@ def check_reward(cfg: dict) -> None:
     REWARDS[name].check_params(params)
 
 
+def check_policy_keys(cfg: dict) -> None:
+    """``train.policy_keys``: a list of observation key names; an off-policy algo relabels goals with HER, so its
+    policy must keep both goal keys."""
+    keys = cfg["train"]["policy_keys"]
+    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+        raise ValueError(f"train.policy_keys must be a list of observation key names, got {keys!r}")
+    if keys and cfg["algo"] not in ON_POLICY and not {"achieved_goal", "desired_goal"} <= set(keys):
+        raise ValueError(f"train.policy_keys {keys}: algo {cfg['algo']!r} relabels goals with HER, so they must "
+                         "include 'achieved_goal' and 'desired_goal'")
+
+
 def resolve(config, *, total_timesteps=None, seed=None, num_envs=None, device=None, progress_bar=None,
             checkpoint_freq=None, eval_freq=None, eval_episodes=None, video=None, overrides=()) -> dict:
     """The config (name, path or dict) with the overrides and the command-line values applied, validated."""
@@ -380,6 +392,7 @@ def resolve(config, *, total_timesteps=None, seed=None, num_envs=None, device=No
                              f"relabels {cfg['algo']!r}'s rewards with the env's compute_reward, which it would not "
                              "match")
     check_reward(cfg)
+    check_policy_keys(cfg)
     if t["clip_target_q"] and cfg["algo"] != "sac":
         raise ValueError(f"train.clip_target_q is implemented for algo 'sac' (its twin critics), not {cfg['algo']!r}")
     if t["clip_target_q"] and gym.spec(cfg["env_id"]).kwargs.get("dense_reward", False):
@@ -475,6 +488,8 @@ def train(config=None, *, output: str | Path | None = None, total_timesteps=None
                                  **{"max_episode_steps": int(spec.max_episode_steps or 50), **env_kwargs})
         # inside the monitor: episode returns (and the rollout/ep_rew_mean log) are the reward trained on
         venv = VecMonitor(wrap_reward(venv, t["reward"], cfg["reward"]))
+        if t["policy_keys"]:
+            venv = KeepObservationKeys(venv, t["policy_keys"])
         cls = algorithm_class(cfg["algo"])
         if t["warmup_policy"] == "scripted":
             cls = type(cls.__name__, (ScriptedWarmup, cls), {})
@@ -496,9 +511,11 @@ def train(config=None, *, output: str | Path | None = None, total_timesteps=None
         else:
             if t["normalize"]:  # rewards only on-policy: HER recomputes rewards from the stored (raw) goals
                 venv = VecNormalize(venv, norm_obs=True, norm_reward=bool(t["normalize_reward"]),
-                                    clip_obs=float(t["clip_obs"]), gamma=float(cfg["model"].get("gamma", 0.99)))
+                                    clip_obs=float(t["clip_obs"]), gamma=float(cfg["model"].get("gamma", 0.99)),
+                                    norm_obs_keys=vector_keys(venv.observation_space))
             model_kwargs = dict(cfg["model"])
             policy = model_kwargs.pop("policy", "MultiInputPolicy")
+            model_kwargs["policy_kwargs"] = named_extractor(model_kwargs.get("policy_kwargs", {}))
             if isinstance(model_kwargs.get("train_freq"), list):
                 model_kwargs["train_freq"] = tuple(model_kwargs["train_freq"])
             if cfg["algo"] in ON_POLICY:

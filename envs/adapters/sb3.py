@@ -53,7 +53,7 @@ class SuperDexSB3VecEnv(VecEnv):
         if np.any(done):
             # SB3 resets in the same step: start the new episodes now and hand out their first observations.
             v.reset_worlds(np.nonzero(done)[0])
-            obs = v.worlds.observations()
+            obs = v.observations()
         return obs, rewards, done, out_infos
 
     def close(self) -> None:

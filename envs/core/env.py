@@ -15,8 +15,9 @@ from gymnasium import spaces
 
 from superdex_gym.sim.validation import as_bool, real_array
 
-from ..rendering.scene_view import HUMAN_MODE_HINT, HumanWindow, SceneView, default_camera, human_mode_available
+from ..rendering.scene_view import HUMAN_MODE_HINT, HumanWindow, default_camera, human_mode_available
 from .config import split_kwargs, world_config
+from .pixels import PixelObservations, RenderView
 from .worlds import RobotTaskWorlds
 
 # "human" is declared only where pygame is installed (the `human` extra): everything declared can run.
@@ -85,7 +86,8 @@ class RobotTaskEnv(gym.Env):
     def __init__(self, render_mode=None, dense_reward: bool = False, terminate_on_success: bool = False,
                  render_width: int = 480, render_height: int = 480, camera_distance: float | None = None,
                  camera_azimuth: float | None = None, camera_elevation: float | None = None,
-                 max_episode_steps: int | None = None, *, task: str, robot: str = DEFAULT_ROBOT, **kwargs):
+                 max_episode_steps: int | None = None, obs_mode: str = "state", image_size=64, camera: str = "task",
+                 randomize=False, *, task: str, robot: str = DEFAULT_ROBOT, **kwargs):
         if render_mode == "human" and "human" not in RENDER_MODES:
             raise ValueError(HUMAN_MODE_HINT)
         if render_mode is not None and render_mode not in RENDER_MODES:
@@ -96,7 +98,8 @@ class RobotTaskEnv(gym.Env):
         self.terminate_on_success = as_bool(terminate_on_success, "terminate_on_success")
         self.render_mode = render_mode
         self.metadata = {**self.metadata, "render_fps": int(round(1.0 / self.worlds.config.control_dt))}
-        self.observation_space = goal_spaces(self.worlds)
+        self.pixels = PixelObservations(self.worlds, obs_mode, image_size, camera, randomize)
+        self.observation_space = self.pixels.space(goal_spaces(self.worlds))
         self.action_space = spaces.Box(-1.0, 1.0, shape=(self.worlds.robot.action_dim,), dtype=np.float32)
         given = {"distance_m": camera_distance, "azimuth_deg": camera_azimuth, "elevation_deg": camera_elevation}
         # the task's view (Throw's bin stands 1 m away) unless the caller sets it (default: 0.9 m, -135, 40 deg)
@@ -120,6 +123,7 @@ class RobotTaskEnv(gym.Env):
             self._count_restarted = self._has_reset
             raise
         self.worlds.reset_worlds(world, [self.np_random], options)
+        self.pixels.randomize_worlds(world, [self.np_random])
         self._has_reset = True
         self._elapsed, self._count_restarted = 0, False
         obs = self._obs()
@@ -155,10 +159,11 @@ class RobotTaskEnv(gym.Env):
             gym.logger.warn("render() called without a render_mode; pass render_mode='rgb_array' to gym.make")
             return None
         if self._view is None:
-            self._view = SceneView(self.worlds, camera=self._camera)
+            self._view = RenderView(self.worlds, self._camera, self.pixels)
+        rgb, depth = self._view.frames(self.render_mode == "depth_array")
         if self.render_mode == "depth_array":
-            return self._view.depth(0)
-        rgb = self._view.rgb(0)
+            return depth[0]
+        rgb = rgb[0]
         if self.render_mode == "human":
             if self._window is None:
                 self._window = HumanWindow(self._camera.width, self._camera.height, self.metadata["render_fps"])
@@ -195,7 +200,7 @@ class RobotTaskEnv(gym.Env):
 
     # --- helpers -------------------------------------------------------------------------------------------------
     def _obs(self) -> dict:
-        return {k: v[0] for k, v in self.worlds.observations().items()}
+        return {k: v[0] for k, v in self.pixels.observe(self.worlds.observations()).items()}
 
     def _reward_and_info(self, obs) -> tuple[float, dict]:
         reward, info = rewards_and_infos(self.worlds, obs, self.dense_reward, copies=False)

@@ -19,8 +19,9 @@ from gymnasium.vector.utils import batch_space
 
 from superdex_gym.sim.validation import as_bool, real_array
 
-from ..rendering.scene_view import SceneView, default_camera
+from ..rendering.scene_view import default_camera
 from .env import DEFAULT_ROBOT, checked_episode_steps, goal_spaces, make_worlds, rewards_and_infos
+from .pixels import PixelObservations, RenderView
 
 
 class RobotTaskVectorEnv(VectorEnv):
@@ -28,7 +29,8 @@ class RobotTaskVectorEnv(VectorEnv):
 
     def __init__(self, num_envs: int = 1, render_mode=None, dense_reward: bool = False,
                  terminate_on_success: bool = False, max_episode_steps: int = 50, render_width: int = 480,
-                 render_height: int = 480, *, task: str, robot: str = DEFAULT_ROBOT, **kwargs):
+                 render_height: int = 480, obs_mode: str = "state", image_size=64, camera: str = "task",
+                 randomize=False, *, task: str, robot: str = DEFAULT_ROBOT, **kwargs):
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"num_envs must be an integer >= 1, got {num_envs!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -41,7 +43,8 @@ class RobotTaskVectorEnv(VectorEnv):
         self.max_episode_steps = int(max_episode_steps)
         self.render_mode = render_mode
         self.metadata = {**self.metadata, "render_fps": int(round(1.0 / self.worlds.config.control_dt))}
-        self.single_observation_space = goal_spaces(self.worlds)
+        self.pixels = PixelObservations(self.worlds, obs_mode, image_size, camera, randomize)
+        self.single_observation_space = self.pixels.space(goal_spaces(self.worlds))
         self.single_action_space = gym.spaces.Box(-1.0, 1.0, shape=(self.worlds.robot.action_dim,), dtype=np.float32)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
@@ -84,7 +87,7 @@ class RobotTaskVectorEnv(VectorEnv):
         self._seed_worlds(seed, worlds)
         self.reset_worlds(worlds)
         self._has_reset = True
-        obs = self.worlds.observations()
+        obs = self.observations()
         return obs, self._rewards_and_infos(obs)[1]
 
     def _checked_mask(self, mask) -> np.ndarray:
@@ -102,6 +105,7 @@ class RobotTaskVectorEnv(VectorEnv):
         """New episodes in ``worlds`` from their own generators, their step counters back to 0 (the SB3 adapter
         resets finished worlds in the same step through this)."""
         self.worlds.reset_worlds(worlds, [self._rngs[i] for i in worlds])
+        self.pixels.randomize_worlds(worlds, [self._rngs[i] for i in worlds])
         self._elapsed[worlds] = 0
         self._autoreset[worlds] = False
 
@@ -117,7 +121,8 @@ class RobotTaskVectorEnv(VectorEnv):
         self.worlds.apply_actions(np.where(self._autoreset[:, None], 0.0, actions))
         if resetting.size:
             self.worlds.reset_worlds(resetting, [self._rngs[i] for i in resetting])
-        obs = self.worlds.observations()
+            self.pixels.randomize_worlds(resetting, [self._rngs[i] for i in resetting])
+        obs = self.observations()
         rewards, infos = self._rewards_and_infos(obs)
         self._elapsed += 1
         self._elapsed[resetting] = 0
@@ -140,10 +145,13 @@ class RobotTaskVectorEnv(VectorEnv):
             gym.logger.warn("render() called without a render_mode")
             return None
         if self._view is None:
-            self._view = SceneView(self.worlds, camera=self._camera)
-        frames = [self._view.depth(i) if self.render_mode == "depth_array" else self._view.rgb(i)
-                  for i in range(self.num_envs)]
-        return tuple(frames)
+            self._view = RenderView(self.worlds, self._camera, self.pixels)
+        rgb, depth = self._view.frames(self.render_mode == "depth_array")  # every world in one kernel call
+        return tuple(depth if self.render_mode == "depth_array" else rgb)
+
+    def observations(self) -> dict:
+        """Every world's observation dict (the state one, with the ``obs_mode``'s images)."""
+        return self.pixels.observe(self.worlds.observations())
 
     def _rewards_and_infos(self, obs) -> tuple[np.ndarray, dict]:
         rewards, infos = rewards_and_infos(self.worlds, obs, self.dense_reward)
