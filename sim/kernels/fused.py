@@ -157,195 +157,171 @@ def _static_pose(prev_c, prev_r, target_c, target_r, tau, c_out, r_out, m, theta
 
 
 @kernel
-def stage_begin(stage, model, torque_weight, history, drive, step, start, guess):
-    """Per world: at stage 0 the step start (y*, the static velocities); the stage start; Newton's start."""
-    stage_index, a_tilde = stage[0], stage[3]
-    h_c, h_r, h_v, h_w, h_s = history[0]
-    star_s, st_s = step[0][4], step[3][4]
-    start_s = start[4]
-    num_worlds, n = h_c.shape[0], h_c.shape[1]
-    # The S rates as (..., 9) rows for _combine_vector, taken once (not a view per body); 3x3 and 3-vector scratch;
-    # one body's y_{n-1}, y_{n-2} for _combine_rotation and _combine_vector; the combination's coefficients.
-    work = (np.empty((3, 3)), np.empty((3, 3)), np.empty(3), np.empty(3), np.empty(3), np.empty((2, 1, 1, 3, 3)),
-            np.empty((2, 1, 1, 9)), np.empty(max(a_tilde.shape[0], 2)), h_s.reshape(num_worlds, n, 9),
-            star_s.reshape(num_worlds, n, 9), start_s.reshape(num_worlds, n, 9),
-            st_s.reshape(st_s.shape[0], num_worlds, n, 9))
-    if stage_index == 0:  # residual weights from the poses at step start (pipeline _GroupStep.run)
-        torque_weights(h_r, model[2], model[3], model[4], torque_weight)
-    for w in range(num_worlds):
-        if stage_index == 0:
-            _step_start(w, stage, model, history, step, work)
-        _stage_start(w, stage, model, history, step, start, work)
-        _newton_start(w, stage, model, history, drive, step, guess, work)
-
-
-@inner_kernel
-def _step_start(w, stage, model, history, step, work):
-    """World w's y* = sum_j alpha_j y_{n-j} and its static actors' velocities (pipeline step_start, static_motion)."""
-    alpha, num_alpha, dt = stage[1], stage[2], stage[4]
-    is_static, static_pivot = model[0], model[1]
-    (h_c, h_r, h_v, h_w, h_s), (h1_c, h1_r, h1_v, h1_w, h1_s), (h2_c, h2_r, h2_v, h2_w, h2_s) = history[:3]
-    prev_c, prev_r = history[3], history[4]
-    (star_c, star_r, star_v, star_w, star_s), static_v, static_w = step[0], step[1], step[2]
-    m, theta, part, hist_r, hist_v, coeffs, h_s9, star_s9 = work[0], work[2], work[3], work[5], work[6], work[7], \
-        work[8], work[9]
-    n = h_c.shape[1]
-    zero = np.int64(0)  # not the literal 0 as an argument: each literal compiles one more specialization
-    # y* = sum_j alpha_j y_{n-j} (pipeline step_start; integration.step_start_vectors / _rotations)
-    for j in range(num_alpha - 1):
-        coeffs[j] = alpha[j + 1]
-    for b in range(n):
-        if num_alpha == 1:
-            for a in range(3):
-                star_c[w, b, a] = h_c[w, b, a]
-                star_v[w, b, a] = h_v[w, b, a]
-                star_w[w, b, a] = h_w[w, b, a]
-                for e in range(3):
-                    star_r[w, b, a, e] = h_r[w, b, a, e]
-                    star_s[w, b, a, e] = h_s[w, b, a, e]
-            continue
-        for field in range(4):
-            size = 9 if field == 3 else 3
-            for a in range(size):
-                if field == 0:
-                    hist_v[0, 0, 0, a], hist_v[1, 0, 0, a] = h1_c[w, b, a], h2_c[w, b, a]
-                elif field == 1:
-                    hist_v[0, 0, 0, a], hist_v[1, 0, 0, a] = h1_v[w, b, a], h2_v[w, b, a]
-                elif field == 2:
-                    hist_v[0, 0, 0, a], hist_v[1, 0, 0, a] = h1_w[w, b, a], h2_w[w, b, a]
-                else:
-                    hist_v[0, 0, 0, a] = h1_s[w, b, a // 3, a % 3]
-                    hist_v[1, 0, 0, a] = h2_s[w, b, a // 3, a % 3]
-            if field == 0:
-                _combine_vector(h_c, w, b, coeffs, num_alpha - 1, hist_v, zero, zero, star_c)
-            elif field == 1:
-                _combine_vector(h_v, w, b, coeffs, num_alpha - 1, hist_v, zero, zero, star_v)
-            elif field == 2:
-                _combine_vector(h_w, w, b, coeffs, num_alpha - 1, hist_v, zero, zero, star_w)
-            else:
-                _combine_vector(h_s9, w, b, coeffs, num_alpha - 1, hist_v, zero, zero, star_s9)
-        for a in range(3):
-            for e in range(3):
-                hist_r[0, 0, 0, a, e] = h1_r[w, b, a, e]
-                hist_r[1, 0, 0, a, e] = h2_r[w, b, a, e]
-        _combine_rotation(h_r[w, b], coeffs, num_alpha - 1, hist_r, zero, zero, star_r[w, b], m, theta, part)
-    # Static velocity from consecutive poses, at the pivot p (pipeline static_motion): exactly zero in a
-    # world whose statics did not move.
-    moved = False
-    for b in range(n):
-        if is_static[b]:
-            for a in range(3):
-                if h_c[w, b, a] != prev_c[w, b, a]:
-                    moved = True
-                for e in range(3):
-                    if h_r[w, b, a, e] != prev_r[w, b, a, e]:
-                        moved = True
-    for b in range(n):
-        for a in range(3):
-            static_v[w, b, a] = 0.0
-            static_w[w, b, a] = 0.0
-        if not (moved and is_static[b]):
-            continue
-        for a in range(3):
-            now = (h_r[w, b, a, 0] * static_pivot[b, 0] + h_r[w, b, a, 2] * static_pivot[b, 2]) \
-                + h_r[w, b, a, 1] * static_pivot[b, 1]
-            before = (prev_r[w, b, a, 0] * static_pivot[b, 0] + prev_r[w, b, a, 2] * static_pivot[b, 2]) \
-                + prev_r[w, b, a, 1] * static_pivot[b, 1]
-            static_v[w, b, a] = (((h_c[w, b, a] + now) - prev_c[w, b, a]) - before) / dt
-        matmul3_bt(h_r[w, b], prev_r[w, b], m)
-        _log(m, theta)
-        for a in range(3):
-            static_w[w, b, a] = theta[a] / dt
-
-
-@inner_kernel
-def _stage_start(w, stage_info, model, history, step, start, work):
-    """World w's stage start a~_i (pipeline stage_start): y* plus the earlier stages, statics at their pose."""
-    stage, a_tilde, tau_start = stage_info[0], stage_info[3], stage_info[6]
-    is_static = model[0]
-    h_c, h_r = history[0][0], history[0][1]
-    prev_c, prev_r = history[3], history[4]
-    (star_c, star_r, star_v, star_w, _), static_v, static_w, (st_c, st_r, st_v, st_w, _) = step
-    start_c, start_r, start_v, start_w, start_s = start
-    m, theta, part, coeffs, star_s9, start_s9, st_s9 = work[0], work[2], work[3], work[7], work[9], work[10], work[11]
-    n = h_c.shape[1]
-    for j in range(stage):
-        coeffs[j] = a_tilde[stage, j]
-    for b in range(n):
-        if is_static[b]:
-            _static_pose_at(tau_start, h_c, h_r, prev_c, prev_r, w, b, start_c, start_r, m, theta)
-            for a in range(3):
-                start_v[w, b, a] = static_v[w, b, a]
-                start_w[w, b, a] = static_w[w, b, a]
-                for e in range(3):
-                    start_s[w, b, a, e] = 0.0
-            continue
-        _combine_vector(star_c, w, b, coeffs, stage, st_c, w, b, start_c)
-        _combine_vector(star_v, w, b, coeffs, stage, st_v, w, b, start_v)
-        _combine_vector(star_w, w, b, coeffs, stage, st_w, w, b, start_w)
-        _combine_vector(star_s9, w, b, coeffs, stage, st_s9, w, b, start_s9)
-        if stage == 0:
-            for a in range(3):
-                for e in range(3):
-                    start_r[w, b, a, e] = star_r[w, b, a, e]
-        else:
-            _combine_rotation(star_r[w, b], coeffs, stage, st_r, w, b, start_r[w, b], m, theta, part)
-
-
-@inner_kernel
-def _static_pose_at(tau, h_c, h_r, prev_c, prev_r, w, b, out_c, out_r, m, theta):
-    """A static actor's prescribed pose at stage time tau (pipeline static_pose): y_n's at 1, the previous one's at
-    0, interpolated between."""
-    if tau == 1.0:
-        _copy_pose(h_c, h_r, w, b, out_c, out_r)
-    elif tau == 0.0:
-        _copy_pose(prev_c, prev_r, w, b, out_c, out_r)
-    else:
-        _static_pose(prev_c[w, b], prev_r[w, b], h_c[w, b], h_r[w, b], tau, out_c[w, b], out_r[w, b], m, theta)
-
-
-@inner_kernel
-def _newton_start(w, stage_info, model, history, drive, step, guess, work):
-    """World w's Newton start (pipeline initial_guess) from the latest solution: y_n, then the previous stage;
-    with GUESS_TARGETS the pivot drives' bodies on their targets."""
-    stage, stage_dt, tau_end, guess_mode = stage_info[0], stage_info[5], stage_info[7], stage_info[8]
-    is_static = model[0]
-    h_c, h_r, h_v, h_w, _ = history[0]
-    prev_c, prev_r = history[3], history[4]
+def stage_begin(stage_info, model, torque_weight, history, drive, step, start, guess):
+    """Per world: at stage 0 the step start (y*); the stage start; Newton's start. Written out in one pass over the
+    worlds: split into helpers called per world or per body (their arguments reference-counted each call) or into
+    one pass per part, it took twice as long."""
+    stage, alpha, num_alpha, a_tilde, dt, stage_dt, tau_start, tau_end, guess_mode = stage_info
+    is_static, static_pivot, sqrt_inertia, sqrt_mass, a_ref = model
+    (h_c, h_r, h_v, h_w, h_s), (h1_c, h1_r, h1_v, h1_w, h1_s), (h2_c, h2_r, h2_v, h2_w, h2_s), prev_c, prev_r = history
     guess_rows, guess_actors, guess_arm, targets, world_rows = drive
-    st_c, st_r, st_v, st_w, _ = step[3]
+    (star_c, star_r, star_v, star_w, star_s), static_v, static_w, (st_c, st_r, st_v, st_w, st_s) = step
+    start_c, start_r, start_v, start_w, start_s = start
     guess_c, guess_r = guess
-    m, m2, theta, arm = work[0], work[1], work[2], work[4]
-    n = h_c.shape[1]
-    for b in range(n):
-        if is_static[b]:
-            _static_pose_at(tau_end, h_c, h_r, prev_c, prev_r, w, b, guess_c, guess_r, m, theta)
-            continue
-        for a in range(3):
-            c = h_c[w, b, a] if stage == 0 else st_c[stage - 1, w, b, a]
-            if guess_mode != GUESS_LATEST:
-                v = h_v[w, b, a] if stage == 0 else st_v[stage - 1, w, b, a]
-                c = c + stage_dt * v
-            guess_c[w, b, a] = c
-            for e in range(3):
-                m2[a, e] = h_r[w, b, a, e] if stage == 0 else st_r[stage - 1, w, b, a, e]
-        if guess_mode == GUESS_LATEST:
+    num_worlds, n = h_c.shape[0], h_c.shape[1]
+    m = np.empty((3, 3))
+    m2 = np.empty((3, 3))
+    theta = np.empty(3)
+    part = np.empty(3)
+    arm = np.empty(3)
+    hist_r = np.empty((2, 1, 1, 3, 3))  # y_{n-1}, y_{n-2} rotations of one body, for _combine_rotation
+    hist_v = np.empty((2, 1, 1, 9))
+    coeffs = np.empty(max(a_tilde.shape[0], 2))
+    zero = np.int64(0)  # not the literal 0 as an argument: each literal compiles one more specialization
+    # The S rates as (..., 9) rows for _combine_vector, taken once (not a view per body).
+    h_s9, star_s9, start_s9 = h_s.reshape(num_worlds, n, 9), star_s.reshape(num_worlds, n, 9), \
+        start_s.reshape(num_worlds, n, 9)
+    st_s9 = st_s.reshape(st_s.shape[0], num_worlds, n, 9)
+    if stage == 0:  # residual weights and static velocities from the poses at step start (pipeline _GroupStep.run)
+        torque_weights(h_r, sqrt_inertia, sqrt_mass, a_ref, torque_weight)
+        _static_velocities(h_c, h_r, prev_c, prev_r, is_static, static_pivot, dt, static_v, static_w, m, theta)
+    for w in range(num_worlds):
+        if stage == 0:
+            # y* = sum_j alpha_j y_{n-j} (pipeline step_start; integration.step_start_vectors / _rotations)
+            for j in range(num_alpha - 1):
+                coeffs[j] = alpha[j + 1]
+            for b in range(n):
+                if num_alpha == 1:
+                    for a in range(3):
+                        star_c[w, b, a] = h_c[w, b, a]
+                        star_v[w, b, a] = h_v[w, b, a]
+                        star_w[w, b, a] = h_w[w, b, a]
+                        for e in range(3):
+                            star_r[w, b, a, e] = h_r[w, b, a, e]
+                            star_s[w, b, a, e] = h_s[w, b, a, e]
+                    continue
+                for field in range(4):
+                    size = 9 if field == 3 else 3
+                    for a in range(size):
+                        if field == 0:
+                            hist_v[0, 0, 0, a], hist_v[1, 0, 0, a] = h1_c[w, b, a], h2_c[w, b, a]
+                        elif field == 1:
+                            hist_v[0, 0, 0, a], hist_v[1, 0, 0, a] = h1_v[w, b, a], h2_v[w, b, a]
+                        elif field == 2:
+                            hist_v[0, 0, 0, a], hist_v[1, 0, 0, a] = h1_w[w, b, a], h2_w[w, b, a]
+                        else:
+                            hist_v[0, 0, 0, a] = h1_s[w, b, a // 3, a % 3]
+                            hist_v[1, 0, 0, a] = h2_s[w, b, a // 3, a % 3]
+                    if field == 0:
+                        _combine_vector(h_c, w, b, coeffs, num_alpha - 1, hist_v, zero, zero, star_c)
+                    elif field == 1:
+                        _combine_vector(h_v, w, b, coeffs, num_alpha - 1, hist_v, zero, zero, star_v)
+                    elif field == 2:
+                        _combine_vector(h_w, w, b, coeffs, num_alpha - 1, hist_v, zero, zero, star_w)
+                    else:
+                        _combine_vector(h_s9, w, b, coeffs, num_alpha - 1, hist_v, zero, zero, star_s9)
+                for a in range(3):
+                    for e in range(3):
+                        hist_r[0, 0, 0, a, e] = h1_r[w, b, a, e]
+                        hist_r[1, 0, 0, a, e] = h2_r[w, b, a, e]
+                _combine_rotation(h_r[w, b], coeffs, num_alpha - 1, hist_r, zero, zero, star_r[w, b], m, theta, part)
+        # The stage start a~_i (pipeline stage_start): y* plus the earlier stages, statics at their pose.
+        for j in range(stage):
+            coeffs[j] = a_tilde[stage, j]
+        for b in range(n):
+            if is_static[b]:
+                if tau_start == 1.0:
+                    _copy_pose(h_c, h_r, w, b, start_c, start_r)
+                elif tau_start == 0.0:
+                    _copy_pose(prev_c, prev_r, w, b, start_c, start_r)
+                else:
+                    _static_pose(prev_c[w, b], prev_r[w, b], h_c[w, b], h_r[w, b], tau_start, start_c[w, b],
+                                 start_r[w, b], m, theta)
+                for a in range(3):
+                    start_v[w, b, a] = static_v[w, b, a]
+                    start_w[w, b, a] = static_w[w, b, a]
+                    for e in range(3):
+                        start_s[w, b, a, e] = 0.0
+                continue
+            _combine_vector(star_c, w, b, coeffs, stage, st_c, w, b, start_c)
+            _combine_vector(star_v, w, b, coeffs, stage, st_v, w, b, start_v)
+            _combine_vector(star_w, w, b, coeffs, stage, st_w, w, b, start_w)
+            _combine_vector(star_s9, w, b, coeffs, stage, st_s9, w, b, start_s9)
+            if stage == 0:
+                for a in range(3):
+                    for e in range(3):
+                        start_r[w, b, a, e] = star_r[w, b, a, e]
+            else:
+                _combine_rotation(star_r[w, b], coeffs, stage, st_r, w, b, start_r[w, b], m, theta, part)
+        # Newton's start (pipeline initial_guess) from the latest solution: y_n, then the previous stage.
+        for b in range(n):
+            if is_static[b]:
+                if tau_end == 1.0:
+                    _copy_pose(h_c, h_r, w, b, guess_c, guess_r)
+                elif tau_end == 0.0:
+                    _copy_pose(prev_c, prev_r, w, b, guess_c, guess_r)
+                else:
+                    _static_pose(prev_c[w, b], prev_r[w, b], h_c[w, b], h_r[w, b], tau_end, guess_c[w, b],
+                                 guess_r[w, b], m, theta)
+                continue
             for a in range(3):
+                c = h_c[w, b, a] if stage == 0 else st_c[stage - 1, w, b, a]
+                if guess_mode != GUESS_LATEST:
+                    v = h_v[w, b, a] if stage == 0 else st_v[stage - 1, w, b, a]
+                    c = c + stage_dt * v
+                guess_c[w, b, a] = c
                 for e in range(3):
-                    guess_r[w, b, a, e] = m2[a, e]
-            continue
-        for a in range(3):
-            theta[a] = stage_dt * (h_w[w, b, a] if stage == 0 else st_w[stage - 1, w, b, a])
-        _exp(theta, m)
-        matmul3(m, m2, guess_r[w, b])
-    if guess_mode == GUESS_TARGETS:  # ConstraintSystem.refine_guess: c = p_hat - R a for the held bodies
-        for k in range(guess_rows.shape[0]):
-            b = guess_actors[k]
+                    m2[a, e] = h_r[w, b, a, e] if stage == 0 else st_r[stage - 1, w, b, a, e]
+            if guess_mode == GUESS_LATEST:
+                for a in range(3):
+                    for e in range(3):
+                        guess_r[w, b, a, e] = m2[a, e]
+                continue
             for a in range(3):
-                arm[a] = (guess_r[w, b, a, 0] * guess_arm[k, 0] + guess_r[w, b, a, 2] * guess_arm[k, 2]) \
-                    + guess_r[w, b, a, 1] * guess_arm[k, 1]
+                theta[a] = stage_dt * (h_w[w, b, a] if stage == 0 else st_w[stage - 1, w, b, a])
+            _exp(theta, m)
+            matmul3(m, m2, guess_r[w, b])
+        if guess_mode == GUESS_TARGETS:  # ConstraintSystem.refine_guess: c = p_hat - R a for the held bodies
+            for k in range(guess_rows.shape[0]):
+                b = guess_actors[k]
+                for a in range(3):
+                    arm[a] = (guess_r[w, b, a, 0] * guess_arm[k, 0] + guess_r[w, b, a, 2] * guess_arm[k, 2]) \
+                        + guess_r[w, b, a, 1] * guess_arm[k, 1]
+                for a in range(3):
+                    guess_c[w, b, a] = targets[world_rows[w], guess_rows[k], a] - arm[a]
+
+
+@inner_kernel
+def _static_velocities(h_c, h_r, prev_c, prev_r, is_static, static_pivot, dt, static_v, static_w, m, theta):
+    """Every world's static velocities from consecutive poses, at the pivot p (pipeline static_motion): exactly zero
+    in a world whose statics did not move."""
+    num_worlds, n = h_c.shape[0], h_c.shape[1]
+    for w in range(num_worlds):
+        moved = False
+        for b in range(n):
+            if is_static[b]:
+                for a in range(3):
+                    if h_c[w, b, a] != prev_c[w, b, a]:
+                        moved = True
+                    for e in range(3):
+                        if h_r[w, b, a, e] != prev_r[w, b, a, e]:
+                            moved = True
+        for b in range(n):
             for a in range(3):
-                guess_c[w, b, a] = targets[world_rows[w], guess_rows[k], a] - arm[a]
+                static_v[w, b, a] = 0.0
+                static_w[w, b, a] = 0.0
+            if not (moved and is_static[b]):
+                continue
+            for a in range(3):
+                now = (h_r[w, b, a, 0] * static_pivot[b, 0] + h_r[w, b, a, 2] * static_pivot[b, 2]) \
+                    + h_r[w, b, a, 1] * static_pivot[b, 1]
+                before = (prev_r[w, b, a, 0] * static_pivot[b, 0] + prev_r[w, b, a, 2] * static_pivot[b, 2]) \
+                    + prev_r[w, b, a, 1] * static_pivot[b, 1]
+                static_v[w, b, a] = (((h_c[w, b, a] + now) - prev_c[w, b, a]) - before) / dt
+            matmul3_bt(h_r[w, b], prev_r[w, b], m)
+            _log(m, theta)
+            for a in range(3):
+                static_w[w, b, a] = theta[a] / dt
 
 
 @kernel

@@ -414,7 +414,11 @@ def compile_callees_elsewhere(needed: list[int]) -> list:
 #   io      (guess_c, guess_r, out_c, out_r, out_grad, status, iterations, ls_iterations): Newton's start (W, N, ...)
 #            and the outputs
 # and the worlds [first_world, end_world) to solve: threads get contiguous ranges of one call's arrays.
-# One world's buffers are allocated once per call and grouped the same way (`_world_buffers`).
+# One world's buffers are allocated once per call and grouped the same way (`_world_buffers`). The stage functions
+# below allocate nothing and are compiled without NRT: with it, every array taken out of a group or passed on is
+# reference-counted (an atomic increment and decrement each, per call of every function, per Newton iteration).
+# The ones called per Newton iteration are inlined into `_solve_world` (numba IR inlining): called, each call copied
+# its groups (kilobytes of array structs) and newton_stage took 2.5x as long.
 
 
 @kernel(no_cfunc_wrapper=True)  # called from Python only: no C-callable wrapper to build
@@ -482,7 +486,7 @@ def _world_buffers(bodies, stage, contact, sets, terms, io):
     return iterate, start, terms_, contact_work, best, linear, set_work, term_work
 
 
-@inner_kernel
+@inner_kernel(_nrt=False)
 def _load_world(w, stage, sets, io, buffers):
     """World w's stage start, gravity, loads, offset forces, the damped sets' stage-start values and Newton's start
     into its buffers; True when the world has a DoF load."""
@@ -524,14 +528,14 @@ def _load_world(w, stage, sets, io, buffers):
     return any_load
 
 
-@inner_kernel
+@inner_kernel(_nrt=False)
 def _copy_world(dst, src, w):
     """World w's block of src (leading axis W) into the one-world buffer dst (leading axis 1)."""
     size = dst.size
     _copy(dst.reshape(size), 0, src.reshape(src.size), w * size, size)
 
 
-@inner_kernel
+@inner_kernel(_nrt=False, inline="always")
 def _evaluate(addresses, bodies, stage, contact, sets, terms, buffers, any_load, project):
     """Every potential's terms at the trial iterate into (e_try, g_try, h_try), summed in
     newton.evaluate_potentials' order (core potentials, then contact, then constraints), static rows of the
@@ -600,7 +604,7 @@ def _evaluate(addresses, bodies, stage, contact, sets, terms, buffers, any_load,
                 g_try[0, b, i] = 0.0
 
 
-@inner_kernel
+@inner_kernel(_nrt=False, inline="always")
 def _evaluate_sets(addresses, sets, c_try, r_try, set_work, hessian, e_one, g_one, h_one):
     """The constraint sets' terms at the trial iterate, added into (e_one, g_one, h_one) in ``set_order`` (each set
     as ConstraintSet._evaluate_kernel)."""
@@ -636,7 +640,7 @@ def _evaluate_sets(addresses, sets, c_try, r_try, set_work, hessian, e_one, g_on
             joint_set += 1
 
 
-@inner_kernel
+@inner_kernel(_nrt=False, inline="always")
 def _evaluate_terms(terms, row, iterate, start, stage_dt, hessian, project, e_one, g_one, h_one, coupling):
     """The kernel terms at the trial iterate, added into (e_one, g_one, h_one) in the scene's order, each calling
     its kernel by address with its slices of the packed floats and ints (kernel_term.TERM_SIGNATURE); their
@@ -654,7 +658,7 @@ def _evaluate_terms(terms, row, iterate, start, stage_dt, hessian, project, e_on
                    g_one, h_one, coupling[k0:k1].reshape((1, k1 - k0, 6, 6)))
 
 
-@inner_kernel
+@inner_kernel(_nrt=False)
 def _solve_world(w, addresses, bodies, stage, contact, sets, terms, solver, io, buffers, any_load):
     """World w's Newton loop from its loaded start (newton._NewtonRun): evaluate, line-search test, stopping
     tests, direction with the psd_mode's projection, relative step test, next trial; status and counts into io."""
@@ -758,7 +762,7 @@ def _solve_world(w, addresses, bodies, stage, contact, sets, terms, solver, io, 
     io[7][w] = ls_used_max
 
 
-@inner_kernel
+@inner_kernel(_nrt=False, inline="always")
 def _trial_accepted(solver, g_try_f, e_try, norm_start, e_start, lam, slope):
     """The line search's test of a trial that is not the last (newton._line_search)."""
     ls_type, ls_wolfe1, ls_max_rel_increase = solver[9], solver[12], solver[13]
@@ -775,7 +779,7 @@ def _trial_accepted(solver, g_try_f, e_try, norm_start, e_start, lam, slope):
     return e_try <= e_start + ls_max_rel_increase * abs(e_start)  # SIMPLE
 
 
-@inner_kernel
+@inner_kernel(_nrt=False, inline="always")
 def _finish_status(w, solver, bodies, stage, g_tot_f, it, norm0, stop_next, rho0):
     """(status, capped) of Newton iteration ``it``: NOT_STARTED to go on, else how the solve ends (the step test
     of the previous iteration, convergence, divergence, the iteration cap)."""
@@ -797,7 +801,7 @@ def _finish_status(w, solver, bodies, stage, g_tot_f, it, norm0, stop_next, rho0
     return fin, capped
 
 
-@inner_kernel
+@inner_kernel(_nrt=False, inline="always")
 def _write_out(w, io, c_f, r_f, g_f):
     """World w's final iterate and gradient into the outputs."""
     n3, n9 = c_f.shape[0], r_f.shape[0]
@@ -806,7 +810,7 @@ def _write_out(w, io, c_f, r_f, g_f):
     _copy(io[4].reshape(io[4].size), w * g_f.shape[0], g_f, 0, g_f.shape[0])
 
 
-@inner_kernel
+@inner_kernel(_nrt=False, inline="always")
 def _direction(addresses, contact, sets, terms, is_static, dyn_index, buffers):
     """The Newton direction dx at the current iterate: its Hessian summed in newton.evaluate_potentials' order as
     the energy and gradient were ((core potentials + contact) + constraints), from the latest evaluation's terms
@@ -842,7 +846,7 @@ def _direction(addresses, contact, sets, terms, is_static, dyn_index, buffers):
                                   num_slots > 0, is_static, dyn_index, dx, dense, rhs, sol, work, perm, local)
 
 
-@inner_kernel
+@inner_kernel(_nrt=False, inline="always")
 def _small_step(c, r, dx, dyn_index, rel_step_tol):
     """The relative step test on the raw increment: |dx| <= rel_step_tol |x| (positions and rotation angles)."""
     x2 = 0.0
