@@ -77,13 +77,13 @@ def _checked_policy(policy) -> str:
     return str(policy)
 
 
-def make_policy(policy: str, env_id: str, env_kwargs: dict, device: str = "cpu"):
+def make_policy(policy: str, env_id: str, env_kwargs: dict, algo: str | None = None, device: str = "cpu"):
     """The batched policy (observation dict -> (W, 4) actions) of ``--policy``; a model must fit the env."""
     if policy == SCRIPTED:
         return ScriptedPolicy(env_id)
     from .evaluate import check_model_fits_env, load_model_and_normalizer
 
-    model, normalizer = load_model_and_normalizer(policy, device=device)
+    model, normalizer = load_model_and_normalizer(policy, algo=algo, device=device)
     check_model_fits_env(model, env_id, env_kwargs, guessed=False)
     return ModelPolicy(model, deterministic=True, normalizer=normalizer)
 
@@ -153,7 +153,7 @@ def _size_bytes(path: Path) -> int:
 
 def make_dataset(env_id: str, policy: str = SCRIPTED, episodes: int = 100, seed: int = 0, *, num_envs: int = 16,
                  output: str | Path | None = None, dataset_id: str | None = None, env_kwargs: dict | None = None,
-                 device: str = "cpu", verbose: bool = False) -> dict:
+                 algo: str | None = None, device: str = "cpu", verbose: bool = False) -> dict:
     """Write ``episodes`` seeded episodes of ``policy`` (``"scripted"`` or an SB3 model ``.zip``) on ``env_id`` as a
     Minari dataset. Every argument is checked before anything runs. Returns the dataset's id, path and figures:
     episodes, transitions, success rate (``is_success`` at each episode's last step), size on disk, seconds.
@@ -188,7 +188,7 @@ def make_dataset(env_id: str, policy: str = SCRIPTED, episodes: int = 100, seed:
                              "delete it (minari delete ID)")
         env = gym.make(env_id, **env_kwargs)  # the spec with the kwargs merged, for recover_environment
         try:
-            act = make_policy(policy, env_id, env_kwargs, device)
+            act = make_policy(policy, env_id, env_kwargs, algo, device)
             t0 = time.perf_counter()
             buffers = collect_episodes(env_id, act, episodes, seed, num_envs, env_kwargs)
             seconds = time.perf_counter() - t0
@@ -211,23 +211,28 @@ def make_dataset(env_id: str, policy: str = SCRIPTED, episodes: int = 100, seed:
         print(f"{dataset_id}: {out['episodes']} episodes of {policy} on {env_id} (seeds {seed}..{seed + episodes - 1})"
               f", {out['transitions']} transitions, success rate {out['success_rate']:.3f}, "
               f"{out['size_bytes'] / 1e6:.2f} MB, {seconds:.1f} s\n  {path}\n"
-              f"  load: minari.load_dataset({dataset_id!r})" + ("" if output is None else
-                                                                 f" with MINARI_DATASETS_PATH={Path(output).resolve()}"))
+              f"  load: minari.load_dataset({dataset_id!r})"
+              + ("" if output is None else f" with MINARI_DATASETS_PATH={Path(output).resolve()}"))
     return out
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="superdex-dataset", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog=__doc__.split("\n\n", 1)[1])
     p.add_argument("--env", required=True, help="environment id, e.g. SuperDex/Push-v0")
     p.add_argument("--policy", required=True, help=f"'{SCRIPTED}' (the task's scripted policy) or an SB3 MODEL.zip")
     p.add_argument("--episodes", type=int, required=True, help="number of episodes")
     p.add_argument("--seed", type=int, default=0, help="episode i is reset with seed SEED + i (default 0)")
     p.add_argument("--num-envs", type=int, default=16, help="worlds stepped together (default 16)")
-    p.add_argument("--output", default=None, help="datasets root (default: MINARI_DATASETS_PATH, else ~/.minari/datasets)")
+    p.add_argument("--output", default=None,
+                   help="datasets root (default: MINARI_DATASETS_PATH, else ~/.minari/datasets)")
     p.add_argument("--dataset-id", default=None, help="Minari id (default superdex/<task>/<policy>-v0)")
-    p.add_argument("--env-kwargs", default=None, help="JSON dict of gym.make kwargs (default: the model's config, else none)")
+    p.add_argument("--env-kwargs", default=None,
+                   help="JSON dict of gym.make kwargs (default: the model's config, else none)")
     p.add_argument("--json", default=None, help="write the figures as JSON to this path")
+    p.add_argument("--algo", default=None, help="a model's algorithm: sac, tqc or ppo (default: from the model's "
+                   "config.json, else sac)")
     p.add_argument("--device", default="cpu")
     return p
 
@@ -241,8 +246,8 @@ def main(argv=None) -> int:
         except json.JSONDecodeError as e:
             raise ValueError(f"--env-kwargs is not JSON: {e}") from e
         out = make_dataset(args.env, args.policy, args.episodes, args.seed, num_envs=args.num_envs,
-                           output=args.output, dataset_id=args.dataset_id, env_kwargs=env_kwargs, device=args.device,
-                           verbose=True)
+                           output=args.output, dataset_id=args.dataset_id, env_kwargs=env_kwargs, algo=args.algo,
+                           device=args.device, verbose=True)
         if args.json is not None:
             Path(args.json).parent.mkdir(parents=True, exist_ok=True)
             Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
