@@ -140,6 +140,8 @@ def test_a_model_policy_records_its_deterministic_actions(tmp_path, monkeypatch)
     (["--env", REACH, "--policy", "missing/model.zip", "--episodes", "1"], "policy: no model file missing/model.zip"),
     (["--env", REACH, "--policy", "scripted", "--episodes", "1", "--dataset-id", "no version"], "dataset_id"),
     (["--env", REACH, "--policy", "scripted", "--episodes", "1", "--env-kwargs", "{nope"], "--env-kwargs"),
+    (["--env", REACH, "--policy", "scripted", "--episodes", "1", "--env-kwargs", '{"nope": 1}'],
+     "env_kwargs {'nope': 1}"),
 ])
 def test_bad_arguments_are_named_and_write_nothing(tmp_path, monkeypatch, capsys, argv, named):
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path))

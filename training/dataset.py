@@ -186,7 +186,10 @@ def make_dataset(env_id: str, policy: str = SCRIPTED, episodes: int = 100, seed:
         if path.exists():
             raise ValueError(f"dataset_id {dataset_id!r} already exists at {path}; pass another --dataset-id or "
                              "delete it (minari delete ID)")
-        env = gym.make(env_id, **env_kwargs)  # the spec with the kwargs merged, for recover_environment
+        try:
+            env = gym.make(env_id, **env_kwargs)  # the spec with the kwargs merged, for recover_environment
+        except TypeError as e:  # gym.make's unexpected or mistyped kwarg: the caller's input, not a bug
+            raise ValueError(f"env_kwargs {env_kwargs!r} do not make {env_id}: {e}") from e
         try:
             act = make_policy(policy, env_id, env_kwargs, algo, device)
             t0 = time.perf_counter()
