@@ -97,7 +97,23 @@ def load_model(path: str | Path, algo: str | None = None, device: str = "cpu"):
     return cls.load(path, device=device, custom_objects=custom)
 
 
-def _check_model_fits_env(model, env_id: str, env_kwargs: dict, guessed: bool) -> None:
+def load_model_and_normalizer(model_path: str | Path, algo: str | None = None, device: str = "cpu", normalizer=None):
+    """The model at ``model_path`` and its ``VecNormalize`` (``normalizer``: an object or ``.pkl`` path; default the
+    statistics saved beside the model, an error if its run config says ``normalize`` and there are none)."""
+    model_path = Path(model_path)
+    model = load_model(model_path, algo=algo, device=device)
+    if normalizer is None:
+        normalizer = vecnormalize_path_for(model_path)
+        if normalizer is None and (run_config_of(model_path) or {}).get("train", {}).get("normalize"):
+            raise FileNotFoundError(f"{model_path} was trained with normalized observations but its "
+                                    f"statistics ({model_path.stem}_vecnormalize.pkl) are missing; pass "
+                                    "--vecnormalize PATH")
+    if isinstance(normalizer, (str, Path)):
+        normalizer = load_normalizer(normalizer)
+    return model, normalizer
+
+
+def check_model_fits_env(model, env_id: str, env_kwargs: dict, guessed: bool) -> None:
     """A model evaluated on an env whose observations it was not trained on fails here, with the env named,
     instead of deep in a normalizer or policy with a broadcasting error."""
     probe = gym.make(env_id, **env_kwargs)
@@ -155,13 +171,7 @@ def evaluate(model=None, env_id: str | None = None, episodes: int = 10, seed: in
         if isinstance(model, (str, Path)):
             model_path = Path(model)
             run_cfg = run_config_of(model_path)
-            model = load_model(model_path, algo=algo, device=device)
-            if normalizer is None:
-                normalizer = vecnormalize_path_for(model_path)
-                if normalizer is None and (run_cfg or {}).get("train", {}).get("normalize"):
-                    raise FileNotFoundError(f"{model_path} was trained with normalized observations but its "
-                                            f"statistics ({model_path.stem}_vecnormalize.pkl) are missing; pass "
-                                            "--vecnormalize PATH")
+            model, normalizer = load_model_and_normalizer(model_path, algo, device, normalizer)
         if isinstance(normalizer, (str, Path)):
             normalizer = load_normalizer(normalizer)
         policy, label = ModelPolicy(model, deterministic=deterministic, normalizer=normalizer), "model"
@@ -171,7 +181,7 @@ def evaluate(model=None, env_id: str | None = None, episodes: int = 10, seed: in
     if env_kwargs is None:
         env_kwargs = dict((run_cfg or {}).get("env", {}))
     if not scripted:
-        _check_model_fits_env(model, env_id, env_kwargs, guessed=run_cfg is None and env_arg is None)
+        check_model_fits_env(model, env_id, env_kwargs, guessed=run_cfg is None and env_arg is None)
 
     results = Rollouts()
     frames = []

@@ -417,8 +417,8 @@ def compile_callees_elsewhere(needed: list[int]) -> list:
 # One world's buffers are allocated once per call and grouped the same way (`_world_buffers`). The stage functions
 # below allocate nothing and are compiled without NRT: with it, every array taken out of a group or passed on is
 # reference-counted (an atomic increment and decrement each, per call of every function, per Newton iteration).
-# The ones called per Newton iteration are inlined into `_solve_world` (numba IR inlining): called, each call copied
-# its groups (kilobytes of array structs) and newton_stage took 2.5x as long.
+# (With NRT, newton_stage took 2.5x the flat kernel's time per call; without, ~1.3x: each call still passes its
+# groups as flattened array structs. Inlining them with numba's inline="always" measured slower still.)
 
 
 @kernel(no_cfunc_wrapper=True)  # called from Python only: no C-callable wrapper to build
@@ -535,7 +535,7 @@ def _copy_world(dst, src, w):
     _copy(dst.reshape(size), 0, src.reshape(src.size), w * size, size)
 
 
-@inner_kernel(_nrt=False, inline="always")
+@inner_kernel(_nrt=False)
 def _evaluate(addresses, bodies, stage, contact, sets, terms, buffers, any_load, project):
     """Every potential's terms at the trial iterate into (e_try, g_try, h_try), summed in
     newton.evaluate_potentials' order (core potentials, then contact, then constraints), static rows of the
@@ -604,7 +604,7 @@ def _evaluate(addresses, bodies, stage, contact, sets, terms, buffers, any_load,
                 g_try[0, b, i] = 0.0
 
 
-@inner_kernel(_nrt=False, inline="always")
+@inner_kernel(_nrt=False)
 def _evaluate_sets(addresses, sets, c_try, r_try, set_work, hessian, e_one, g_one, h_one):
     """The constraint sets' terms at the trial iterate, added into (e_one, g_one, h_one) in ``set_order`` (each set
     as ConstraintSet._evaluate_kernel)."""
@@ -640,7 +640,7 @@ def _evaluate_sets(addresses, sets, c_try, r_try, set_work, hessian, e_one, g_on
             joint_set += 1
 
 
-@inner_kernel(_nrt=False, inline="always")
+@inner_kernel(_nrt=False)
 def _evaluate_terms(terms, row, iterate, start, stage_dt, hessian, project, e_one, g_one, h_one, coupling):
     """The kernel terms at the trial iterate, added into (e_one, g_one, h_one) in the scene's order, each calling
     its kernel by address with its slices of the packed floats and ints (kernel_term.TERM_SIGNATURE); their
@@ -762,7 +762,7 @@ def _solve_world(w, addresses, bodies, stage, contact, sets, terms, solver, io, 
     io[7][w] = ls_used_max
 
 
-@inner_kernel(_nrt=False, inline="always")
+@inner_kernel(_nrt=False)
 def _trial_accepted(solver, g_try_f, e_try, norm_start, e_start, lam, slope):
     """The line search's test of a trial that is not the last (newton._line_search)."""
     ls_type, ls_wolfe1, ls_max_rel_increase = solver[9], solver[12], solver[13]
@@ -779,7 +779,7 @@ def _trial_accepted(solver, g_try_f, e_try, norm_start, e_start, lam, slope):
     return e_try <= e_start + ls_max_rel_increase * abs(e_start)  # SIMPLE
 
 
-@inner_kernel(_nrt=False, inline="always")
+@inner_kernel(_nrt=False)
 def _finish_status(w, solver, bodies, stage, g_tot_f, it, norm0, stop_next, rho0):
     """(status, capped) of Newton iteration ``it``: NOT_STARTED to go on, else how the solve ends (the step test
     of the previous iteration, convergence, divergence, the iteration cap)."""
@@ -801,7 +801,7 @@ def _finish_status(w, solver, bodies, stage, g_tot_f, it, norm0, stop_next, rho0
     return fin, capped
 
 
-@inner_kernel(_nrt=False, inline="always")
+@inner_kernel(_nrt=False)
 def _write_out(w, io, c_f, r_f, g_f):
     """World w's final iterate and gradient into the outputs."""
     n3, n9 = c_f.shape[0], r_f.shape[0]
@@ -810,7 +810,7 @@ def _write_out(w, io, c_f, r_f, g_f):
     _copy(io[4].reshape(io[4].size), w * g_f.shape[0], g_f, 0, g_f.shape[0])
 
 
-@inner_kernel(_nrt=False, inline="always")
+@inner_kernel(_nrt=False)
 def _direction(addresses, contact, sets, terms, is_static, dyn_index, buffers):
     """The Newton direction dx at the current iterate: its Hessian summed in newton.evaluate_potentials' order as
     the energy and gradient were ((core potentials + contact) + constraints), from the latest evaluation's terms
@@ -846,7 +846,7 @@ def _direction(addresses, contact, sets, terms, is_static, dyn_index, buffers):
                                   num_slots > 0, is_static, dyn_index, dx, dense, rhs, sol, work, perm, local)
 
 
-@inner_kernel(_nrt=False, inline="always")
+@inner_kernel(_nrt=False)
 def _small_step(c, r, dx, dyn_index, rel_step_tol):
     """The relative step test on the raw increment: |dx| <= rel_step_tol |x| (positions and rotation angles)."""
     x2 = 0.0

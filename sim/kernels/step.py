@@ -65,6 +65,25 @@ def _sample_depth(x0, y0, z0, x1, y1, z1, hx, hy, hz):
     return depth / thinnest if depth > 0.0 else 0.0
 
 
+@inner_kernel(_nrt=False)
+def _paths_miss_box(c0, c1, centre, f, reach, half):
+    """True when no sample path of a body can touch the box: every sample's start and end lie within ``reach`` of
+    the centre of mass's, so its straight path lies in the box-local bounding box of the two balls; when that is
+    apart from the collider's box by more than round-off on some axis, every `_sample_depth` is 0 and the samples
+    need not be tested (a NaN never culls: its comparisons are false)."""
+    a0, a1, a2 = _apply_transposed(f, c0[0] - centre[0], c0[1] - centre[1], c0[2] - centre[2])
+    b0, b1, b2 = _apply_transposed(f, c1[0] - centre[0], c1[1] - centre[1], c1[2] - centre[2])
+    for i in range(3):
+        a = a0 if i == 0 else (a1 if i == 1 else a2)
+        b = b0 if i == 0 else (b1 if i == 1 else b2)
+        lo = min(a, b) - reach
+        hi = max(a, b) + reach
+        slack = 1e-9 * ((abs(lo) + abs(hi)) + half[i])
+        if lo - half[i] > slack or -half[i] - hi > slack:
+            return True
+    return False
+
+
 @kernel
 def tunnelling_worst(com0, rot0, com1, rot1, dynamic, static, rel, reach, points, offsets, centres, half_extents,
                      radius, ratio_out, which_out):
@@ -101,7 +120,8 @@ def tunnelling_worst(com0, rot0, com1, rot1, dynamic, static, rel, reach, points
                 gz = com0[w, n, 2] - centres[w, s, 2]
                 gap = np.sqrt((gx * gx + gy * gy) + gz * gz)
                 ratio = 0.0
-                if gap <= (reach[d] + travel) + radius[s]:
+                if gap <= (reach[d] + travel) + radius[s] and not _paths_miss_box(
+                        com0[w, n], com1[w, n], centres[w, s], rot0[w, static[s]], reach[d], half_extents[s]):
                     f = rot0[w, static[s]]
                     for q in range(offsets[n], offsets[n + 1]):
                         x, y, z = points[q, 0], points[q, 1], points[q, 2]
