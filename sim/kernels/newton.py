@@ -658,7 +658,7 @@ def _evaluate_terms(terms, row, iterate, start, stage_dt, hessian, project, e_on
                    g_one, h_one, coupling[k0:k1].reshape((1, k1 - k0, 6, 6)))
 
 
-@inner_kernel(_nrt=False)
+@inner_kernel(_nrt=False, inline="always")
 def _solve_world(w, addresses, bodies, stage, contact, sets, terms, solver, io, buffers, any_load):
     """World w's Newton loop from its loaded start (newton._NewtonRun): evaluate, line-search test, stopping
     tests, direction with the psd_mode's projection, relative step test, next trial; status and counts into io."""
