@@ -294,12 +294,12 @@ def _world_rows(w, samples, pairs, colliders, config, com, rot, com0, rot0, stag
     return num_rows, e_world
 
 
-@inner_kernel(_nrt=False, inline="always")
+@inner_kernel(_nrt=False)
 def _dissipation(bodies, sample, geometry, pair, modes, com0, rot0, d2e):
     """One row's friction and damping (the dissipation potential of contact/friction.py): its energy and its
     gradient's terms in the collider's frame (each added to the penalty's by the caller, so the sums round as when
-    written inline), its Hessian added into d2e. Inlined into
-    `_world_rows`: the same operations as written there. ``bodies`` (w, a, b); ``sample``: its CoM-frame point X,
+    written inline), its Hessian added into d2e: the same operations as written inline in `_world_rows`, called
+    (numba's inline="always" measured slower). ``bodies`` (w, a, b); ``sample``: its CoM-frame point X,
     its point in the collider's frame Y and (explicit normals) at the stage start Y0; ``geometry``: phi and its
     gradient G now, at the stage start (phi_s, G_s) and the colliding normal N_A; ``pair``: its scalars;
     ``modes``: (explicit, load mode, use_collider_normal, friction model, fitted Hessian, want_hessian)."""
