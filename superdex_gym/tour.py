@@ -136,7 +136,7 @@ def run_task(env_id: str, num_envs: int, seed: int, output: Path | None, gif_wor
 def format_table(results: list[TaskResult]) -> str:
     header = ("id", "task", "success rate", "mean final distance", "env steps/s", "first step", "GIF")
     rows = [(r.env_id, r.task, f"{r.success_rate:.2f} ({r.successes}/{r.episodes})",
-             f"{1000 * r.mean_final_distance_m:.3g} mm", f"{r.env_steps_per_s:,.0f}", f"{r.warmup_s:.2f} s",
+             f"{1000 * r.mean_final_distance_m:.3g} mm", f"{r.env_steps_per_s:,.0f}", f"{1000 * r.warmup_s:.3g} ms",
              "-" if r.gif is None else str(r.gif)) for r in results]
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
     lines = ["  ".join(str(x).ljust(w) for x, w in zip(line, widths)).rstrip() for line in (header, *rows)]
