@@ -37,7 +37,7 @@ from pathlib import Path
 
 from .config import available_configs, cli_exit_code, parse_value
 from .ray_session import ray_session
-from .run_outputs import atomic_open, atomic_write_text
+from .run_outputs import atomic_open, atomic_write_text, read_curve
 
 TUNE_EXTRA = "pip install 'superdex-gym[tune]' (ray[tune]==2.60.0)"
 REPORTED = ("timesteps", "success_rate", "mean_return", "mean_final_distance")
@@ -206,18 +206,26 @@ SUMMARY_FIELDS = ("config", "timesteps", "seeds", "success_mean", "success_std",
 
 
 def curves_of(results) -> list[tuple[str, int, list[dict]]]:
-    """(label, seed, learning curve) per trial, from the rows each reported (a restarted trial reports some
-    timesteps twice: the latest report wins)."""
+    """(label, seed, learning curve) per trial: its latest checkpoint's curve, which holds every evaluation of the
+    run (a restarted trial's too), with the rows it reported to Ray for any later timesteps (a restarted trial
+    reports some timesteps twice: the latest report wins). Ray's own log alone can miss a row reported just
+    before a crash."""
     out = []
     for r in results:
         df = r.metrics_dataframe
-        if r.config is None or df is None or "timesteps" not in df:
+        if r.config is None:
             continue
         by_t = {}
-        for rec in df.to_dict("records"):
-            if rec.get("timesteps") is not None and not math.isnan(rec["timesteps"]):
-                by_t[int(rec["timesteps"])] = rec
-        out.append((r.config["label"], int(r.config["seed"]), [by_t[t] for t in sorted(by_t)]))
+        if r.checkpoint is not None:
+            with r.checkpoint.as_directory() as d:
+                for row in read_curve(Path(d) / "learning_curve.csv"):
+                    by_t[row["timesteps"]] = {k: row[k] for k in REPORTED}
+        if df is not None and "timesteps" in df:
+            for rec in df.to_dict("records"):
+                if rec.get("timesteps") is not None and not math.isnan(rec["timesteps"]):
+                    by_t[int(rec["timesteps"])] = rec
+        if by_t:
+            out.append((r.config["label"], int(r.config["seed"]), [by_t[t] for t in sorted(by_t)]))
     return out
 
 
