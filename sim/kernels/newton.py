@@ -448,8 +448,7 @@ def _world_buffers(bodies, stage, contact, sets, terms, io):
                            np.empty((1, n, 3, 3)))
     grav, load = np.empty((1, 3)), np.empty((1, n, 6))
     off_f = np.empty((1,) + offset_force.shape[1:])
-    start = (c0, r0, v0, om0, s0, grav, load, off_f, c0.reshape(n3), r0.reshape(n9), v0.reshape(n3),
-             om0.reshape(n3), s0.reshape(n9), load.reshape(load.size), off_f.reshape(off_f.size))
+    start = (c0, r0, v0, om0, s0, grav, load, off_f)
     e_tot, g_tot, h_tot = np.empty(1), np.empty((1, n, 6)), np.empty((1, n, 6, 6))
     e_try, g_try, h_try = np.empty(1), np.empty((1, n, 6)), np.empty((1, n, 6, 6))
     e_one, g_one, h_one = np.empty(1), np.empty((1, n, 6)), np.empty((1, n, 6, 6))
@@ -491,26 +490,23 @@ def _load_world(w, stage, sets, io, buffers):
     """World w's stage start, gravity, loads, offset forces, the damped sets' stage-start values and Newton's start
     into its buffers; True when the world has a DoF load."""
     iterate, start, _, contact_work, _, _, set_work, _ = buffers
+    c0, r0, v0, om0, s0, grav, load, off_f = start
     n = io[0].shape[1]
-    n3, n9 = 3 * n, 9 * n
-    c0_f, r0_f, v0_f, om0_f, s0_f, load_f, off_f_f = start[8], start[9], start[10], start[11], start[12], start[13], \
-        start[14]
-    _copy(c0_f, 0, stage[1].reshape(stage[1].size), w * n3, n3)
-    _copy(r0_f, 0, stage[2].reshape(stage[2].size), w * n9, n9)
-    _copy(v0_f, 0, stage[3].reshape(stage[3].size), w * n3, n3)
-    _copy(om0_f, 0, stage[4].reshape(stage[4].size), w * n3, n3)
-    _copy(s0_f, 0, stage[5].reshape(stage[5].size), w * n9, n9)
-    grav, load = start[5], start[6]
+    _copy_world(c0, stage[1], w)
+    _copy_world(r0, stage[2], w)
+    _copy_world(v0, stage[3], w)
+    _copy_world(om0, stage[4], w)
+    _copy_world(s0, stage[5], w)
     for i in range(3):
         grav[0, i] = stage[6][w, i]
-    _copy(load_f, 0, stage[7].reshape(stage[7].size), w * load_f.shape[0], load_f.shape[0])
+    _copy_world(load, stage[7], w)
     any_load = False
     for b in range(n):
         for i in range(6):
             if load[0, b, i] != 0.0:
                 any_load = True
     if stage[10]:
-        _copy(off_f_f, 0, stage[8].reshape(stage[8].size), w * off_f_f.shape[0], off_f_f.shape[0])
+        _copy_world(off_f, stage[8], w)
     pp, pr, pt, joints = sets[3], sets[4], sets[5], sets[6]
     if pp[0]:
         _copy_world(set_work[5], pp[4], w)
@@ -518,19 +514,18 @@ def _load_world(w, stage, sets, io, buffers):
         _copy_world(set_work[8], pr[4], w)
     if pt[0].shape[0] and set_work[12]:
         _copy_world(set_work[11], pt[3], w)
-    num_joint_slots = joints[1][1]
-    if num_joint_slots:
-        _copy(set_work[13], 0, joints[2].reshape(joints[2].size), w * 3 * num_joint_slots, 3 * num_joint_slots)
+    if joints[1][1]:
+        _copy_world(set_work[13], joints[2], w)
     set_work[0][0] = sets[2][w]
     contact_work[2][0][0] = REACH_RECORD
-    _copy(iterate[6], 0, io[0].reshape(io[0].size), w * n3, n3)
-    _copy(iterate[7], 0, io[1].reshape(io[1].size), w * n9, n9)
+    _copy_world(iterate[2], io[0], w)
+    _copy_world(iterate[3], io[1], w)
     return any_load
 
 
 @inner_kernel(_nrt=False)
 def _copy_world(dst, src, w):
-    """World w's block of src (leading axis W) into the one-world buffer dst (leading axis 1)."""
+    """World w's block of src (leading axis W) into the buffer dst of one world's size (dst.size values)."""
     size = dst.size
     _copy(dst.reshape(size), 0, src.reshape(src.size), w * size, size)
 
