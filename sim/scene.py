@@ -77,7 +77,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         self._store = StateStore(self)
         self._extra_potentials: list = []  # contact / constraint potentials registered by other modules
         self._step_warnings = True  # set_step_warnings
-        self._held_plan = [None]  # the step's solver path, kept while what decides it is the same (pipeline.step_plan)
+        self._compiled = None  # pipeline.CompiledModel, built when a step first needs it (composition_changed)
         self._queries: set = set()
         self._actor_queries = ActorQueryRegistry(self)
         self._num_query_steps = 0  # steps that computed query results (per-actor queries are valid after one)
@@ -85,8 +85,8 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         self._handle = SceneHandle(next(_SCENE_HANDLES))
         self._sleep_params = None  # experimental.SleepParams once set (sim/experimental.py)
         self._last_report = None
-        # (model, tunnelling_geometry, dynamic mask, the kernel's inputs) kept per compiled model
-        self._tunnelling = (None, None, None, None)
+        # (tunnelling_geometry, dynamic mask, the kernel's inputs), built with the compiled model
+        self._tunnelling = None
         self._tunnelling_ratio = np.zeros(1)  # (W,) of the last step
         self._contact_system = ContactSystem(self)
         self._extra_potentials.append(self._contact_system)
@@ -105,6 +105,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
 
     def set_gravity(self, gravity) -> None:
         self._gravity = as_vector3(gravity, "gravity")
+        self.composition_changed()
 
     def get_solver_params(self) -> SolverParams:
         return copy.deepcopy(self._solver)
@@ -113,6 +114,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         if not isinstance(params, SolverParams):
             raise TypeError(f"expected SolverParams, got {type(params).__name__}")
         self._solver = copy.deepcopy(params).validate()
+        self.composition_changed()
 
     def get_solver_stats(self) -> SolverStats:
         if self._stats is None:
@@ -160,6 +162,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         self._actor_status = np.repeat(self._actor_status[:1], num_worlds, axis=0)
         for pot in self._extra_potentials:
             pot.on_num_worlds_changed(int(num_worlds))
+        self.composition_changed()
 
     def _check_world(self, world) -> int:
         if isinstance(world, bool) or not isinstance(world, (int, np.integer)):
@@ -279,9 +282,11 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
             raise TypeError(
                 f"potential must subclass superdex_gym.sim.potentials.base.Potential, got {type(potential).__name__}")
         self._extra_potentials.append(potential)
+        self.composition_changed()
 
     def remove_potential(self, potential) -> None:
         self._extra_potentials.remove(potential)
+        self.composition_changed()
 
     def _destroy_hooks(self):
         return [p.on_actor_destroyed for p in self._extra_potentials]
@@ -300,6 +305,24 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
     def _mark_dirty(self) -> None:
         self._model = None
         self._rows_cache = {}  # actors added or removed move rows
+        self.composition_changed()
+
+    def composition_changed(self) -> None:
+        """Something a step's compiled model holds changed (actors or their mass properties, contact layers, pairs
+        or overrides, constraints added or removed, potentials, solver settings, gravity, world count): the next
+        step builds a new one (sim/step/compiled_model.py). Every such change calls this; nothing else invalidates
+        it."""
+        self._compiled = None
+        self._tunnelling = None
+
+    def _compiled_model(self):
+        """The current compiled model, built if a change dropped it (or the module switches changed: tests and
+        debugging flip them, sim/step/pipeline.py)."""
+        cm = self._compiled
+        if cm is None or cm.num_worlds != self._state.num_worlds or cm.switches != pipeline.switches():
+            cm = self._compiled = pipeline.compile_model(self.get_model(), self._solver, self._gravity,
+                                                         self._extra_potentials, self._state.num_worlds)
+        return cm
 
     def compiled_model(self) -> Model | None:
         """The compiled model if it is current, else None (nothing is compiled here: `get_model` does that)."""
@@ -529,10 +552,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
             start_com = self._state.current.com_position
             start_rot = self._state.current.rotation
             try:
-                report = pipeline.step(
-                    self.get_model(), self._state, dt, self._solver, self._gravity, self._extra_potentials,
-                    self._held_plan,
-                )
+                report = pipeline.step(self._compiled_model(), self._state, dt)
             finally:
                 for pot in self._extra_potentials:
                     pot.after_solves(self)
@@ -560,15 +580,14 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
     def _step_tunnelling_ratio(self, start_com, start_rot, dt) -> tuple[np.ndarray, float]:
         """The step's tunnelling ratio per world (sim/tunnelling.py), stored, and its largest value (0 for no world,
         NaN when a ratio is NaN); a warning when it reaches 1."""
-        model = self.get_model()
-        if self._tunnelling[0] is not model:
+        if self._tunnelling is None:
             geometry = tunnelling_geometry(self._records)
-            dynamic = ~model.bodies.is_static
-            self._tunnelling = (model, geometry, dynamic, tunnelling_kernel_inputs(geometry, dynamic))
-        geometry = self._tunnelling[1]
+            dynamic = ~self.get_model().bodies.is_static
+            self._tunnelling = (geometry, dynamic, tunnelling_kernel_inputs(geometry, dynamic))
+        geometry, dynamic, inputs = self._tunnelling
         cur = self._state.current
-        ratio, which = tunnelling_ratio(start_com, start_rot, cur.com_position, cur.rotation, geometry,
-                                        self._tunnelling[2], self._tunnelling[3])
+        ratio, which = tunnelling_ratio(start_com, start_rot, cur.com_position, cur.rotation, geometry, dynamic,
+                                        inputs)
         self._tunnelling_ratio = ratio
         max_ratio = float(np.maximum.reduce(ratio, axis=None, initial=0.0))
         if self._step_warnings and (max_ratio >= 1.0 or (max_ratio != max_ratio and np.any(ratio >= 1.0))):

@@ -404,7 +404,7 @@ class RigidConstraintSet:
     def _select_worlds(self, store: dict, worlds) -> dict:
         return store if worlds is None else {k: v[worlds] for k, v in store.items()}
 
-    def _worlds_of(self, com_position: np.ndarray, worlds):
+    def check_world_rows(self, com_position: np.ndarray, worlds):
         """Validate that the poses cover either all worlds (``worlds`` None) or the listed batch worlds."""
         if worlds is None:
             if com_position.shape[0] != self.num_worlds:
@@ -436,7 +436,7 @@ class RigidConstraintSet:
         ``worlds`` lists the batch worlds the poses belong to (default: all worlds, in order)."""
         if len(self) == 0:
             return np.zeros((com_position.shape[0], 0, 3))
-        worlds = self._worlds_of(com_position, worlds)
+        worlds = self.check_world_rows(com_position, worlds)
         targets = self._select_worlds(self._targets, worlds)
         frozen = self._select_worlds(self._world_data, worlds)
         return self._kinematics(com_position, rotation, targets, frozen, with_jacobian=False).value
@@ -454,7 +454,7 @@ class RigidConstraintSet:
     ) -> ConstraintLocalTerms:
         """Per-constraint energy, gradient and Hessian blocks (see the module docstring for the formulas)."""
         dt = checked_stage_dt(ctx.stage_dt)
-        worlds = self._worlds_of(com_position, getattr(ctx, "world_index", None))
+        worlds = self.check_world_rows(com_position, getattr(ctx, "world_index", None))
         frozen = self._select_worlds(self._world_data, worlds)
         targets = self._select_worlds(self._targets, worlds)
         old_targets = self._select_worlds(self._old_targets, worlds)
@@ -508,7 +508,17 @@ class RigidConstraintSet:
         `_kinematics` runs instead)."""
         return None
 
-    def _stage_start_values(self, com0, rot0, world_rows) -> np.ndarray:
+    def target_array(self, name: str) -> np.ndarray:
+        """The (W, C, ...) array of target ``name`` itself (its setters write it in place): a compiled step reads the
+        current targets from it every stage."""
+        return self._targets[name]
+
+    def packed_geometry(self) -> tuple:
+        """The compiled Newton's per-constraint geometry of a joint type, in its packed order (kernels/joints.py,
+        `joint_set_terms`); pivot types have none."""
+        raise NotImplementedError(f"{self.constraint_type} has no packed joint geometry")
+
+    def stage_start_values(self, com0, rot0, world_rows) -> np.ndarray:
         """g (W, C, 3) at the stage-start poses and the old targets (the damping term's), from this type's kernel."""
         return self._values_kernel(kernel_array(com0), kernel_array(rot0), world_rows, self._old_targets, False)[0]
 
@@ -516,7 +526,7 @@ class RigidConstraintSet:
         """Add this set's terms into ``terms`` with the kernels (Gauss-Newton Hessian); False when this type has
         no kernel. Two-actor sets append their A-B blocks as one `Coupling`, as `evaluate_numpy` does."""
         dt = checked_stage_dt(ctx.stage_dt)
-        worlds = self._worlds_of(com_position, ctx.world_index)
+        worlds = self.check_world_rows(com_position, ctx.world_index)
         world_rows = np.arange(com_position.shape[0]) if worlds is None else worlds
         com, rot = kernel_array(com_position), kernel_array(rotation)
         current = self._values_kernel(com, rot, world_rows, self._targets, True)
@@ -527,7 +537,7 @@ class RigidConstraintSet:
         damped = bool(np.any(damp != 0.0))
         g_old = g
         if damped:  # the stage-start value is needed only by the damping term
-            g_old = self._stage_start_values(ctx.com_position0, ctx.rotation0, world_rows)
+            g_old = self.stage_start_values(ctx.com_position0, ctx.rotation0, world_rows)
         hessian = terms.hessian_diag if want_hessian else _NO_HESSIAN
         if self.num_constrained_actors == 1:
             constraint_kernels.one_actor_compliance(

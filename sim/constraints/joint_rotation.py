@@ -89,6 +89,10 @@ class JointRotationRangeConstraints(RigidConstraintSet):
     data_shapes = MappingProxyType({"min": (3,), "max": (3,)})
     world_data_shapes = MappingProxyType({"frame": (3, 3), "reference": (3, 3)})
 
+    def packed_geometry(self) -> tuple:
+        """The per-world frames and references, then the limits."""
+        return self._world_data["frame"], self._world_data["reference"], self._data["min"], self._data["max"]
+
     def _prepare(self, params, actors, com_position, rotation):
         com_position, rotation = self._require_pose(com_position, rotation)
         frame = _joint_frame(params, actors, rotation)
@@ -142,6 +146,10 @@ class JointRotationTrackingConstraints(RigidConstraintSet):
     actor_dofs = (ROTATION_DOFS, ROTATION_DOFS)
     world_data_shapes = MappingProxyType({"frame": (3, 3)})
     target_shapes = MappingProxyType({"rotation": (3, 3)})
+
+    def packed_geometry(self) -> tuple:
+        """The per-world frames and the target rotations."""
+        return self._world_data["frame"], self._targets["rotation"]
 
     def _prepare(self, params, actors, com_position, rotation):
         com_position, rotation = self._require_pose(com_position, rotation)

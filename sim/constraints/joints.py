@@ -46,6 +46,11 @@ class RigidSphericalJointConstraints(RigidConstraintSet):
     actor_dofs = (ALL_DOFS, ALL_DOFS)
     data_shapes = MappingProxyType({"local_pos_a": (3,), "local_pos_b": (3,)})
 
+    def packed_geometry(self) -> tuple:
+        """The CoM-frame arms of A and B (C, 3) each."""
+        _, arm_a, arm_b = self._kernel_geometry()
+        return arm_a, arm_b
+
     def _prepare(self, params, actors, com_position, rotation):
         data = {
             "local_pos_a": finite_vector3(params.local_pos_a, "local_pos_a"),
@@ -124,6 +129,10 @@ class RigidPrismaticJointConstraints(RigidConstraintSet):
     actor_dofs = (ALL_DOFS, TRANSLATION_DOFS)
     data_shapes = MappingProxyType({"min": (), "max": ()})
     world_data_shapes = MappingProxyType({"frame": (3, 3), "reference_offset": (3,)})
+
+    def packed_geometry(self) -> tuple:
+        """The per-world frames and reference offsets, then the limits."""
+        return self._world_data["frame"], self._world_data["reference_offset"], self._data["min"], self._data["max"]
 
     def _prepare(self, params, actors, com_position, rotation):
         com_position, rotation = self._require_pose(com_position, rotation)

@@ -84,6 +84,14 @@ class _PointPivots(RigidConstraintSet):
             kernel_array(self._target_points(targets)), with_jacobian, g, jac)
         return g, (jac if with_jacobian else None)
 
+    def target_points(self) -> np.ndarray:
+        """The current target point of every constraint (W, C, 3)."""
+        return self._target_points(self._targets)
+
+    def kernel_geometry(self):
+        """(actors (C,) int64, arm_local (C, 3)) as the kernels take them (`_kernel_geometry`)."""
+        return self._kernel_geometry()
+
     def _kernel_geometry(self):
         """(actors (C,) int64, arm_local (C, 3) = local_position - com_local) as kernel arrays, kept until the
         constraints or the CoMs change (every Newton evaluation of the numpy path asks)."""
@@ -129,7 +137,7 @@ class RigidPivotPositionConstraints(_PointPivots):
         """Newton start for ``InitialGuess.CONSTANT_VELOCITY_AND_TARGETS``: every dynamic actor held by exactly one
         of these constraints, stiff (k h^2 > 100 m: the target, not the inertia, decides where it ends) and
         undamped, gets its pivot on the target, c = p_hat - R a with R the guessed rotation."""
-        ok, rows, arm_local = self._guess_rows(ctx.model.bodies, ctx.stage_dt)
+        ok, rows, arm_local = self.guess_rows(ctx.model.bodies, ctx.stage_dt)
         if ok.size == 0:
             return guess_c
         targets = self._select_worlds(self._targets, ctx.world_index)["position"][:, ok]  # (W, K, 3)
@@ -137,7 +145,7 @@ class RigidPivotPositionConstraints(_PointPivots):
         out[:, rows] = targets - np.einsum("wkij,kj->wki", guess_r[:, rows], arm_local)
         return out
 
-    def _guess_rows(self, bodies, stage_dt: float):
+    def guess_rows(self, bodies, stage_dt: float):
         """(constraint rows ok, their actors, arm_local) of `guess_on_targets`: they depend on the model, the stage
         length and the constraints' parameters only, so they are kept until one of those changes (asked every
         substep; the key's bytes cost less than recomputing them)."""
@@ -202,6 +210,10 @@ class RigidPivotRotationConstraints(RigidConstraintSet):
     actor_dofs = (ROTATION_DOFS,)
     data_shapes = MappingProxyType({"local_rotation": (3, 3)})
     target_shapes = MappingProxyType({"rotation": (3, 3)})
+
+    def kernel_geometry(self):
+        """(actors (C,) int64, local_rotation (C, 3, 3)) as the kernels take them."""
+        return kernel_array(self.actors[:, 0], np.int64), kernel_array(self._data["local_rotation"])
 
     def _prepare(self, params, actors, com_position, rotation):
         data = {"local_rotation": lie.exp_so3(finite_vector3(params.local_rotation, "local_rotation"))}

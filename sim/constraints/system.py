@@ -74,7 +74,7 @@ class ConstraintSystem(Potential):
         """Live handles in creation order."""
         return sorted(self._type_of)
 
-    def _sync_com_local(self, com_local: np.ndarray) -> None:
+    def sync_com_local(self, com_local: np.ndarray) -> None:
         """Keep every set's com_local equal to the model's (actors created later grow N; inertia edits move CoMs).
         The scene rebuilds its model (a new array) after any such change, so identity is the test."""
         if com_local is self._com_local_source:
@@ -96,7 +96,7 @@ class ConstraintSystem(Potential):
         set_type = CONSTRAINT_SET_FOR_PARAMS[type(params)]
         kind = set_type.constraint_type
         model = self._scene.get_model()
-        self._sync_com_local(model.bodies.com_local)
+        self.sync_com_local(model.bodies.com_local)
         created = kind not in self._sets
         if created:
             self._sets[kind] = set_type(model.bodies.com_local, self._scene.num_worlds)
@@ -114,6 +114,7 @@ class ConstraintSystem(Potential):
         self._handles[kind] = np.append(self._handles[kind], handle)
         self._type_of[handle] = kind
         self._objects[handle] = Constraint(self, handle, kind)
+        self._scene.composition_changed()
         return self._objects[handle]
 
     def remove(self, handle: int) -> None:
@@ -122,6 +123,7 @@ class ConstraintSystem(Potential):
         cs.remove([row])
         self._handles[kind] = np.delete(self._handles[kind], row)
         self._forget(handle)
+        self._scene.composition_changed()
 
     def _forget(self, handle: int) -> None:
         del self._type_of[handle]
@@ -130,7 +132,7 @@ class ConstraintSystem(Potential):
     # --- the potential ------------------------------------------------------------------------------------------
     def evaluate(self, ctx, com_position, rotation, want_hessian: bool) -> PotentialTerms:
         """The sum of every constraint type's energy, gradient and Hessian blocks (sim/constraints/base.py)."""
-        self._sync_com_local(ctx.model.bodies.com_local)
+        self.sync_com_local(ctx.model.bodies.com_local)
         num_worlds, num_bodies = com_position.shape[:2]
         terms = PotentialTerms.zeros(num_worlds, num_bodies, want_hessian)
         for cs in self._sets.values():
@@ -145,14 +147,14 @@ class ConstraintSystem(Potential):
         cs = self._sets.get("RigidPivotPosition")
         if cs is None or not len(cs):
             return guess_c
-        self._sync_com_local(ctx.model.bodies.com_local)
+        self.sync_com_local(ctx.model.bodies.com_local)
         return cs.guess_on_targets(ctx, guess_c, guess_r)
 
     # --- scene hooks --------------------------------------------------------------------------------------------
     def on_actor_destroyed(self, actor, row: int) -> None:
         """Drop the constraints on the destroyed model row and renumber the rows above it."""
         model = self._scene.get_model()  # still holds the destroyed actor
-        self._sync_com_local(model.bodies.com_local)
+        self.sync_com_local(model.bodies.com_local)
         actor_map = np.arange(model.bodies.num, dtype=np.int64)
         actor_map[row] = -1
         actor_map[row + 1 :] -= 1
@@ -173,7 +175,7 @@ class ConstraintSystem(Potential):
                     continue
                 out = np.zeros((cs.num_worlds, len(cs), cs.num_constrained_actors, 6))
                 for worlds, ctx, com_position, rotation in report.last_stages:
-                    self._sync_com_local(ctx.model.bodies.com_local)
+                    self.sync_com_local(ctx.model.bodies.com_local)
                     out[worlds] = cs.force(ctx, com_position, rotation)
                 self._forces[kind] = (self._handles[kind].copy(), out)
         else:
@@ -308,16 +310,19 @@ class Constraint:
         """N/m (N m/rad for rotational types), >= 0."""
         cs, row = self._locate()
         cs.set_stiffness(row, stiffness)
+        self._scene.composition_changed()  # a compiled model holds the compliance parameters
 
     def set_damping(self, damping: float) -> None:
         """N s/m (N m s/rad), >= 0."""
         cs, row = self._locate()
         cs.set_damping(row, damping)
+        self._scene.composition_changed()  # a compiled model holds the compliance parameters
 
     def set_saturation(self, saturation: float) -> None:
         """m (rad): > 0 caps the elastic force at stiffness * saturation; < 0 disables it; 0 is an error."""
         cs, row = self._locate()
         cs.set_saturation(row, saturation)
+        self._scene.composition_changed()  # a compiled model holds the compliance parameters
 
     def get_stiffness(self) -> float:
         cs, row = self._locate()
@@ -383,7 +388,7 @@ class Constraint:
         """(3,) constraint value g at the current poses and targets (m or rad; for range types the violation)."""
         cs, row = self._locate()
         w = self._scene._check_world(world)
-        self._system._sync_com_local(self._scene.get_model().bodies.com_local)
+        self._system.sync_com_local(self._scene.get_model().bodies.com_local)
         cur = self._scene.current_kinematics()
         return cs.deviation(cur.com_position[w : w + 1], cur.rotation[w : w + 1], worlds=[w])[0, row].copy()
 

@@ -374,7 +374,7 @@ class ContactPotential(Potential):
         self._all_dissipative = bool(np.all(self._dissipative))
         self._all_fwcn = bool(np.all(self._fwcn))
         keys = sorted(slots, key=slots.get)
-        self._coupling_slots = CouplingSlots(
+        self.coupling_slots = CouplingSlots(
             body_a=np.array([k[0] for k in keys], dtype=np.int64).reshape(-1),
             body_b=np.array([k[1] for k in keys], dtype=np.int64).reshape(-1),
             slot_of_pair=self._slot,
@@ -437,6 +437,10 @@ class ContactPotential(Potential):
             for i in np.flatnonzero(colliders.kind == contact_kernels.MESH):
                 colliders.grid_dims[i, 1] = mesh_sdf_address()
 
+    def kernel_groups(self) -> tuple:
+        """(samples, pairs, colliders): the contact kernels' frozen array groups (`kernels.contact`)."""
+        return self._kernel_samples, self._kernel_pairs, self._kernel_colliders
+
     # -- public API --------------------------------------------------------------------------------------------
 
     def evaluate(
@@ -444,10 +448,10 @@ class ContactPotential(Potential):
     ) -> PotentialTerms:
         if not self.uses_kernel:
             return self.evaluate_numpy(ctx, com_position, rotation, want_hessian)
-        com, rot, com0, rot0 = self._check_state(ctx, com_position, rotation)
+        com, rot, com0, rot0 = self.check_state(ctx, com_position, rotation)
         num_worlds = com.shape[0]
         terms = PotentialTerms.zeros(num_worlds, self.num_bodies, want_hessian)
-        slots = self._coupling_slots
+        slots = self.coupling_slots
         num_slots = slots.body_a.shape[0]
         block = np.zeros((num_worlds, num_slots, 6, 6)) if want_hessian and num_slots else _NO_BLOCKS
         cfg = self.config
@@ -468,12 +472,12 @@ class ContactPotential(Potential):
         (`uses_kernel`)."""
         rows = self._rows(ctx, com_position, rotation, want_hessian)
         num_worlds = np.shape(com_position)[0]
-        return assemble_rigid_contact(rows, num_worlds, self.num_bodies, self._coupling_slots, want_hessian)
+        return assemble_rigid_contact(rows, num_worlds, self.num_bodies, self.coupling_slots, want_hessian)
 
     def contact_report(self, ctx: StageContext, com_position: np.ndarray, rotation: np.ndarray) -> ContactReport:
         """Per-body contact wrench and the active contact points at the iterate (no Hessian work)."""
         rows = self._rows(ctx, com_position, rotation, want_hessian=False)
-        terms = assemble_rigid_contact(rows, np.shape(com_position)[0], self.num_bodies, self._coupling_slots, False)
+        terms = assemble_rigid_contact(rows, np.shape(com_position)[0], self.num_bodies, self.coupling_slots, False)
         x, normal = rows.x.T, rows.normal_world.T
         points = ContactPoints(
             world=rows.world,
@@ -535,7 +539,7 @@ class ContactPotential(Potential):
 
     # -- evaluation --------------------------------------------------------------------------------------------
 
-    def _check_state(self, ctx, com, rot):
+    def check_state(self, ctx, com, rot):
         com = np.asarray(com, dtype=np.float64)
         rot = np.asarray(rot, dtype=np.float64)
         if com.ndim != 3 or com.shape[1:] != (self.num_bodies, 3):
@@ -686,7 +690,7 @@ class ContactPotential(Potential):
         return phi, grad, hess
 
     def _rows(self, ctx, com_position, rotation, want_hessian) -> ContactRows:
-        com, rot, com0, rot0 = self._check_state(ctx, com_position, rotation)
+        com, rot, com0, rot0 = self.check_state(ctx, com_position, rotation)
         cfg = self.config
         explicit = cfg.explicit_normals
         exact = bool(want_hessian and cfg.exact_geometric_hessian)

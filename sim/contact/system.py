@@ -77,11 +77,13 @@ class ContactSystem(Potential):
     # --- invalidation -------------------------------------------------------------------------------------------
     def invalidate(self) -> None:
         self._potential = None
+        self._scene.composition_changed()
 
     def edited(self) -> None:
         """An actor's layer, the disabled layer or actor pairs or the pair overrides changed: the next step rebuilds
         the potential. Every edit of them goes through here (the actors and the scene's contact methods)."""
         self._edits += 1
+        self._scene.composition_changed()
 
     def _current_version(self):
         """What the built potential depends on besides the model. The actors, their contact parameters and CoMs are

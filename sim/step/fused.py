@@ -51,12 +51,12 @@ def scope(solver) -> str | None:
     return None
 
 
-def _guess_outside(kplan, is_static, latest, stage_dt, guess_c, guess_r) -> bool:
+def _guess_outside(nm, is_static, latest, stage_dt, guess_c, guess_r) -> bool:
     """``CONSTANT_VELOCITY_AND_TARGETS_OUTSIDE`` on the fused step (`kernels.guess.outside_guess`; the per-stage
     step's `potentials.base.guess_outside` is its oracle): writes the latest rotation into ``guess_r`` for the
     bodies whose guess goes too deep into a contact. ``latest`` (c, R, v, omega): the latest solution the guess
     started from. True when a rotation was replaced."""
-    pot = kplan.contact.potential() if kplan.contact is not None else None
+    pot = nm.contact
     if pot is None:  # no contact pair: no depth to test
         return False
     num_worlds, n = guess_c.shape[:2]
@@ -68,94 +68,58 @@ def _guess_outside(kplan, is_static, latest, stage_dt, guess_c, guess_r) -> bool
 
 
 def _tableau_arrays(tab):
-    """(alpha (3,), a~ (S, S) lower-triangular, b~ (S,)) of a tableau as kernel arrays, kept on it (frozen)."""
-    cached = tab.__dict__.get("_fused_arrays")
-    if cached is None:
-        s = tab.num_stages
-        alpha = np.zeros(3)
-        alpha[: tab.num_history] = tab.alpha
-        a_tilde = np.zeros((s, s))
-        for i in range(1, s):
-            a_tilde[i, :i] = tab.a_tilde(i)
-        cached = tab.__dict__["_fused_arrays"] = (alpha, a_tilde, kernel_array(np.asarray(tab.b_tilde, dtype=float)))
-    return cached
+    """(alpha (3,), a~ (S, S) lower-triangular, b~ (S,)) of a tableau as kernel arrays."""
+    s = tab.num_stages
+    alpha = np.zeros(3)
+    alpha[: tab.num_history] = tab.alpha
+    a_tilde = np.zeros((s, s))
+    for i in range(1, s):
+        a_tilde[i, :i] = tab.a_tilde(i)
+    return alpha, a_tilde, kernel_array(np.asarray(tab.b_tilde, dtype=float))
 
 
 _NO_GUESS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros((0, 3)), np.zeros((1, 0, 3)))
 
 
-def _pivot_guess(kplan, bodies, stage_dt):
+def _pivot_guess(nm, stage_dt):
     """The pivot drives' Newton start (`RigidPivotPositionConstraints.guess_on_targets`): their target rows,
-    actors, CoM-frame arms and the targets (Wt, C, 3); kept on the set while the arrays `_guess_rows` reads are
-    the same objects with the same stiffness and damping values (written in place by their setters), the stage
-    length is the same and the kernel reads the targets array itself."""
-    for kind, cs in kplan.sets:
-        if kind == "RigidPivotPosition" and len(cs):
-            cached = cs.__dict__.get("_fused_guess")
-            if cached is not None:
-                k, t = cached[0], cached[1]  # written out: this runs every stage
-                if (k[0] is bodies and k[1] is cs.actors and k[2] is cs._data["local_position"]
-                        and k[3] is cs.com_local and k[4] is cs._targets["position"] and t[0] == stage_dt
-                        and t[1] == cs.stiffness.tobytes() and t[2] == cs.damping.tobytes()):
-                    return cached[2]
-            key = (bodies, cs.actors, cs._data["local_position"], cs.com_local, cs._targets["position"])
-            tail = (float(stage_dt), cs.stiffness.tobytes(), cs.damping.tobytes())
-            ok, rows, arm_local = cs._guess_rows(bodies, stage_dt)
-            targets = kernel_array(cs._targets["position"])
-            value = _NO_GUESS if ok.size == 0 else (kernel_array(ok, np.int64), kernel_array(rows, np.int64),
-                                                    kernel_array(arm_local), targets)
-            cs._fused_guess = (key, tail, value) if targets is cs._targets["position"] else None
-            return value
-    return _NO_GUESS
+    actors, CoM-frame arms (the model's, per stage length) and the current targets (Wt, C, 3)."""
+    if nm.point is None:
+        return _NO_GUESS
+    rows = nm.guess_rows(stage_dt)
+    return _NO_GUESS if rows is None else rows + (kernel_array(nm.point[0].target_array("position")),)
 
 
-def _scratch(state, num_worlds, n, num_stages):
-    """The step's working arrays that leave no trace after it (y*, the static velocities, the stages, Newton's
-    start), kept on the state per shape: every entry is written before it is read in a step."""
-    key = (num_worlds, n, num_stages)
-    cache = state.__dict__.setdefault("_fused_scratch", {})
-    arrays = cache.get(key)
-    if arrays is None:
-        if len(cache) >= 4:
-            cache.clear()
-        vec, mat = (num_worlds, n, 3), (num_worlds, n, 3, 3)
-        arrays = cache[key] = (
-            [np.empty(vec), np.empty(mat), np.empty(vec), np.empty(vec), np.empty(mat)], np.empty(vec),
-            np.empty(vec), [np.empty((num_stages,) + vec), np.empty((num_stages,) + mat),
-                            np.empty((num_stages,) + vec), np.empty((num_stages,) + vec),
-                            np.empty((num_stages,) + mat)], np.empty(vec), np.empty(mat))
-    return arrays
+class StepHeads:
+    """What a group's fused step reads that its compiled model (sim/step/compiled_model.py), its tableau and its
+    step length decide: stage_begin's and stage_end's stage and model groups per stage, the gravity rows, the
+    convergence weights' inputs and the step's working arrays that leave no trace after it (y*, the static
+    velocities, the stages, Newton's start: every entry is written before it is read in a step)."""
 
-
-class _Bound:
-    """What a group's fused step reads that depends only on the model, the settings, the tableau, the step length,
-    the gravity and the world count: kept on the state and reused while those are the same objects (a scene replaces
-    its model, settings and gravity on every change, never edits them), so a step does not re-derive them."""
-
-    __slots__ = ("key", "gravity_bytes", "params", "is_static", "world_rows", "gravity_w", "force_weight",
-                 "b_tilde", "num_stages", "outside", "guess_targets", "stage_times", "begin_heads", "step_group",
-                 "end_heads", "star", "static_v", "static_w", "stages", "guess_c", "guess_r", "vec", "mat",
-                 "abs_tol")
-
-    def __init__(self, key, model, state, tab, dt, solver, gravity, worlds, num_worlds, n):
-        self.key = key
-        self.gravity_bytes = gravity.tobytes()
-        params = self.params = solver.non_linear_solver
-        bodies = model.bodies
+    def __init__(self, cm, tab, dt, worlds, num_worlds):
+        n = cm.num_bodies
+        params = self.params = cm.solver.non_linear_solver
+        bodies = cm.model.bodies
         arrays = bodies.kernel_arrays
         self.is_static = arrays.is_static
         self.world_rows = kernel_array(worlds, np.int64)
-        self.gravity_w = _gravity_rows(gravity, worlds, num_worlds)
-        a_ref, self.force_weight, sqrt_inertia, sqrt_mass = _weight_inputs(bodies, gravity)
+        self.gravity_w = np.ascontiguousarray(np.broadcast_to(cm.gravity, (num_worlds, 3)), dtype=float)
+        a_ref = max(1.0, float(np.linalg.norm(cm.gravity)))
+        self.force_weight = kernel_array(_force_weight(bodies, a_ref))
+        sqrt_inertia, sqrt_mass = kernel_array(bodies.sqrt_inertia), kernel_array(bodies.sqrt_mass)
+        static_pivot = kernel_array(bodies.static_pivot)
         alpha, a_tilde, self.b_tilde = _tableau_arrays(tab)
         self.num_stages = num_stages = tab.num_stages
         self.outside = params.initial_guess is _OUTSIDE  # the kernels' targets guess, then the depth test's kernel
         guess_mode = fused_kernels.GUESS_TARGETS if self.outside else _GUESS_CODE[params.initial_guess]
         self.guess_targets = guess_mode == fused_kernels.GUESS_TARGETS
-        self.vec, self.mat = (num_worlds, n, 3), (num_worlds, n, 3, 3)
-        (self.star, self.static_v, self.static_w, self.stages, self.guess_c,
-         self.guess_r) = _scratch(state, num_worlds, n, num_stages)
-        self.abs_tol = float(params.abs_tol)
+        vec, mat = self.vec, self.mat = (num_worlds, n, 3), (num_worlds, n, 3, 3)
+        self.star = [np.empty(vec), np.empty(mat), np.empty(vec), np.empty(vec), np.empty(mat)]
+        self.static_v, self.static_w = np.empty(vec), np.empty(vec)
+        self.stages = [np.empty((num_stages,) + vec), np.empty((num_stages,) + mat), np.empty((num_stages,) + vec),
+                       np.empty((num_stages,) + vec), np.empty((num_stages,) + mat)]
+        self.guess_c, self.guess_r = np.empty(vec), np.empty(mat)
+        abs_tol = float(params.abs_tol)
         times, heads, ends = [], [], []
         for i in range(num_stages):
             stage_dt = dt * float(tab.stage_dt_factors[i])
@@ -164,30 +128,14 @@ class _Bound:
             times.append((stage_dt, tau_end))
             # stage_begin's and stage_end's stage and model groups (kernels/fused.py names them)
             heads.append(((i, alpha, tab.num_history, a_tilde, float(dt), stage_dt, tau_start, tau_end, guess_mode),
-                          (arrays.is_static, _static_pivot(bodies), sqrt_inertia, sqrt_mass, a_ref)))
-            ends.append(((i, i == num_stages - 1, self.b_tilde, stage_dt, self.abs_tol),
+                          (arrays.is_static, static_pivot, sqrt_inertia, sqrt_mass, a_ref)))
+            ends.append(((i, i == num_stages - 1, self.b_tilde, stage_dt, abs_tol),
                          (arrays.is_static, self.force_weight)))
         self.stage_times, self.begin_heads, self.end_heads = times, heads, ends
         self.step_group = (tuple(self.star), self.static_v, self.static_w, tuple(self.stages))
 
 
-def _bound(model, state, tab, dt, solver, gravity, worlds, all_worlds, num_worlds, n) -> _Bound:
-    """The group's `_Bound`, kept on the state for the all-worlds group (the single-env and batched common case)."""
-    if not all_worlds:
-        return _Bound(None, model, state, tab, dt, solver, gravity, worlds, num_worlds, n)
-    b = state.__dict__.get("_fused_bound")
-    if b is not None:
-        k = b.key  # written out: this runs every step
-        if (k[0] is model and k[1] is solver and k[2] is tab and k[3] == dt and k[4] is gravity and k[5] == num_worlds
-                and k[6] == n and b.gravity_bytes == gravity.tobytes()):
-            return b
-    b = _Bound((model, solver, tab, dt, gravity, num_worlds, n), model, state, tab, dt, solver, gravity, worlds,
-               num_worlds, n)
-    state._fused_bound = b
-    return b
-
-
-def run_group(group, kplan, out, report) -> Kinematics:
+def run_group(group, cm, out, report) -> Kinematics:
     """`pipeline._GroupStep.run` for ``group`` (a `_GroupStep`) on the fused kernels: the group's new state goes
     into ``out``'s rows, or, with ``out`` None, is returned as fresh arrays."""
     model, state, tab, dt = group.model, group.state, group.tab, group.dt
@@ -207,8 +155,10 @@ def run_group(group, kplan, out, report) -> Kinematics:
         prev_c, prev_r = state.static_previous_com[worlds], state.static_previous_rotation[worlds]
         external_force, offset_force = state.external_force[worlds], state.offset_force[worlds]
     num_worlds, n = h0.com_position.shape[:2]
-    b = _bound(model, state, tab, dt, group.solver, group.gravity, worlds, group.all_worlds, num_worlds, n)
-    params, gravity_w, force_weight = b.params, b.gravity_w, b.force_weight
+    b = (cm.step_heads(group.history_count, tab, dt, worlds) if group.all_worlds
+         else StepHeads(cm, tab, dt, worlds, num_worlds))
+    nm = cm.newton
+    gravity_w, force_weight = b.gravity_w, b.force_weight
     torque_weight = np.empty(b.vec)  # stage_begin's, at stage 0
     has_offset = offset_force.shape[2] > 0
     offset_local = state.offset_local if has_offset else None
@@ -235,10 +185,10 @@ def run_group(group, kplan, out, report) -> Kinematics:
         children = compile_in_processes([f"from {fused_kernels.__name__} import compile_kernels; compile_kernels()"])
         none = slice(0, 0)
         compiled_newton.run_stage(
-            kplan, model, b.stage_times[0][0], *(a[none] for a in history), gravity_w[none],
+            nm, b.stage_times[0][0], *(a[none] for a in history), gravity_w[none],
             kernel_array(external_force)[none], None if offset_force is None else kernel_array(offset_force)[none],
             offset_local, force_weight, torque_weight[none], kernel_array(worlds, np.int64)[none],
-            guess_c[none], guess_r[none], params)
+            guess_c[none], guess_r[none])
         for child in children:
             child.wait()
     hist_group = (history, older[:5], older[5:], prev_c, prev_r)
@@ -246,18 +196,17 @@ def run_group(group, kplan, out, report) -> Kinematics:
     end = tuple(end)
     for i in range(num_stages):
         stage_dt, tau_end = b.stage_times[i]
-        guess = _pivot_guess(kplan, model.bodies, stage_dt) if b.guess_targets else _NO_GUESS
+        guess = _pivot_guess(nm, stage_dt) if b.guess_targets else _NO_GUESS
         start = [np.empty(vec), np.empty(mat), np.empty(vec), np.empty(vec), np.empty(mat)]
         start = tuple(start)
         fused_kernels.stage_begin(*b.begin_heads[i], torque_weight, hist_group, guess + (b.world_rows,),
                                   b.step_group, start, (guess_c, guess_r))
         if b.outside:
             latest = (history[:2] + history[2:4]) if i == 0 else tuple(stages[k][i - 1] for k in range(4))
-            _guess_outside(kplan, b.is_static, latest, stage_dt, guess_c, guess_r)
+            _guess_outside(nm, b.is_static, latest, stage_dt, guess_c, guess_r)
         solve = compiled_newton.run_stage(
-            kplan, model, stage_dt, *start, gravity_w, external_force, offset_force, offset_local, force_weight,
-            torque_weight, b.world_rows, guess_c, guess_r, params, fresh=True,
-            stage_time=state.time + tau_end * dt)
+            nm, stage_dt, *start, gravity_w, external_force, offset_force, offset_local, force_weight,
+            torque_weight, b.world_rows, guess_c, guess_r, fresh=True, stage_time=state.time + tau_end * dt)
         fused_kernels.stage_end(*b.end_heads[i], torque_weight, start[:2], solve, history[:2], b.step_group,
                                 report_group, end)
     report.num_stages += num_stages
@@ -279,46 +228,3 @@ def run_group(group, kplan, out, report) -> Kinematics:
         report.actor_status[worlds] = actor_status
         out.put(worlds, result)
     return result
-
-
-def _gravity_rows(gravity, worlds, num_worlds):
-    """Gravity (W, 3) of the group's worlds as a kernel array; a (3,) gravity's rows are kept per value."""
-    if gravity.ndim == 1:
-        key = (gravity.tobytes(), num_worlds)
-        cached = _GRAVITY.get(key)
-        if cached is None:
-            if len(_GRAVITY) >= 16:
-                _GRAVITY.clear()
-            cached = _GRAVITY[key] = np.ascontiguousarray(np.broadcast_to(gravity, (num_worlds, 3)), dtype=float)
-        return cached
-    return kernel_array(gravity[worlds])
-
-
-_GRAVITY: dict = {}
-
-
-def _weight_inputs(bodies, gravity):
-    """`model.convergence_weights`' inputs: a_ref = max(1, |g|) (kept per gravity value), the force weights (N,),
-    the bodies' square-root inertias and masses (kept on the model); the torque weights are stage_begin's."""
-    key = gravity.tobytes()
-    cached = bodies.__dict__.get("_weight_inputs")  # the force weights depend on the gravity's value only
-    if cached is None or cached[0] != key:
-        a_ref = _A_REF.get(key)
-        if a_ref is None:
-            if len(_A_REF) >= 16:
-                _A_REF.clear()
-            a_ref = _A_REF[key] = max(1.0, float(np.linalg.norm(gravity)))
-        cached = bodies.__dict__["_weight_inputs"] = (
-            key, a_ref, kernel_array(_force_weight(bodies, a_ref)), kernel_array(bodies.sqrt_inertia),
-            kernel_array(bodies.sqrt_mass))
-    return cached[1:]
-
-
-_A_REF: dict = {}
-
-
-def _static_pivot(bodies):
-    cached = bodies.__dict__.get("_static_pivot_kernel")
-    if cached is None:
-        cached = bodies.__dict__["_static_pivot_kernel"] = kernel_array(bodies.static_pivot)
-    return cached

@@ -28,6 +28,7 @@ from ..constraints.system import ConstraintSystem
 from ..contact.system import ContactSystem
 from ..model import Kinematics, Model, State, convergence_weights
 from . import fused
+from .compiled_model import CompiledModel
 from ..solver import compiled_newton
 from ..jit import kernel_array
 from ..kernels import step as step_kernels
@@ -50,43 +51,21 @@ def solver_path(potentials, params) -> tuple:
     kplan, reason = compiled_newton.plan(CORE_POTENTIALS + tuple(potentials), params)
     return ("numpy", reason) if kplan is None else ("compiled", kplan)
 
-def step_plan(potentials, solver, held=None) -> tuple:
-    """(path, plan or reason, fused, path name) of a step with these extra potentials and settings: `solver_path`,
-    `fused.scope` and `step_path_name`. ``held``: a one-item list the caller keeps between steps (the scene);
-    the result is reused while the settings object is the same (a scene replaces its settings on every change,
-    never edits them) and `_plan_signature` is."""
-    refs, signature = _plan_signature(potentials)
-    if held is not None and held[0] is not None:
-        h_solver, h_signature, _, value = held[0]
-        if h_solver is solver and h_signature == signature:
-            return value
-    path, kplan = solver_path(potentials, solver.non_linear_solver)
+def compile_model(model: Model, solver: SolverParams, gravity, extra_potentials, num_worlds: int) -> CompiledModel:
+    """The scene's `CompiledModel` for these settings, potentials and world count: its solver path (`solver_path`,
+    `fused.scope`) and the compiled Newton's frozen inputs."""
+    path, kplan = solver_path(extra_potentials, solver.non_linear_solver)
     reason = fused.scope(solver) if path == "compiled" else None
-    value = (path, kplan, path == "compiled" and reason is None, step_path_name(path, kplan, solver, reason))
-    if held is not None:
-        held[0] = (solver, signature, refs, value)  # refs keep the objects whose ids the signature holds alive
-    return value
+    decided = (path, kplan if path == "compiled" else None, path == "compiled" and reason is None,
+               step_path_name(path, kplan, solver, reason))
+    return CompiledModel(model, solver, gravity, CORE_POTENTIALS + tuple(extra_potentials), num_worlds, decided,
+                         switches())
 
 
-def _plan_signature(potentials) -> tuple:
-    """What `compiled_newton.plan` reads of the extra potentials, as ids and sizes: the module switches, every
-    potential, the contact system's built potential and the constraint system's sets with their sizes and
-    Hessian forms; with the objects behind the ids."""
-    contact_system, constraint_system = system_types()
-    refs, parts = [], [COMPILED_NEWTON, fused.FUSED_STEP]
-    for pot in potentials:
-        kind = type(pot)
-        refs.append(pot)
-        parts.append(id(pot))
-        if kind is contact_system:
-            built = pot.potential()
-            refs.append(built)
-            parts.append(id(built))
-        elif kind is constraint_system:
-            for k, cs in pot._sets.items():
-                refs.append(cs)
-                parts.append((k, id(cs), len(cs), cs.exact_hessian))
-    return refs, tuple(parts)
+def switches() -> tuple:
+    """The module switches a compiled model's solver path was decided under (a model built under others is
+    rebuilt: tests flip them between steps)."""
+    return COMPILED_NEWTON, fused.FUSED_STEP
 
 
 def system_types() -> tuple:
@@ -155,18 +134,16 @@ def recover_velocity(c, r, c0, r0, stage_dt):
     return (c - c0) / stage_dt, lie.axial(fd), lie.sym(fd)
 
 
-def step(model: Model, state: State, dt: float, solver: SolverParams, gravity: np.ndarray, extra_potentials=(),
-         held_plan=None) -> StepReport:
-    """Advance every world of ``state`` by dt in place. ``held_plan``: `step_plan`'s ``held``."""
+def step(cm: CompiledModel, state: State, dt: float) -> StepReport:
+    """Advance every world of ``state`` by dt in place, on the scene's compiled model ``cm``."""
+    model, solver, gravity, potentials = cm.model, cm.solver, cm.gravity, cm.potentials
     method = solver.integration_method
     num_worlds, num_bodies = state.num_worlds, model.bodies.num
     status = np.zeros(num_worlds, dtype=np.int64)
     actor_status = np.zeros((num_worlds, num_bodies), dtype=np.int64)
-    report = StepReport(status, 0, 0, 0.0, actor_status, last_stages=[])
+    report = StepReport(status, 0, 0, 0.0, actor_status, last_stages=[], solver_path=cm.path_name)
     needed = effective_tableau(method, 3).num_history
-    potentials = CORE_POTENTIALS + tuple(extra_potentials)
-    path, kplan, fuse, report.solver_path = step_plan(extra_potentials, solver, held_plan)
-    kplan = kplan if path == "compiled" else None
+    newton, fuse = cm.newton, cm.fuse
     full = False  # every world has the longest history already: the step leaves num_history as it is
     if num_worlds == 1:  # one world, one group (the single-env case, without the reductions below)
         have = int(state.num_history[0])
@@ -178,17 +155,18 @@ def step(model: Model, state: State, dt: float, solver: SolverParams, gravity: n
         groups = [int(avail[0])] if avail.size and np.all(avail == avail[0]) else np.unique(avail).tolist()
     if len(groups) == 1:  # every world in one group: its end state becomes y_n as it is (fresh arrays, no copy)
         tab = effective_tableau(method, groups[0])
-        group = _GroupStep(model, state, _all_worlds(num_worlds), tab, dt, solver, gravity, potentials, kplan,
-                           all_worlds=True)
-        new_history0 = fused.run_group(group, kplan, None, report) if fuse else group.run(None, report)
+        group = _GroupStep(model, state, _all_worlds(num_worlds), tab, dt, solver, gravity, potentials, newton,
+                           all_worlds=True, history_count=groups[0])
+        new_history0 = fused.run_group(group, cm, None, report) if fuse else group.run(None, report)
     else:
         new_history0 = state.current.copy()
         for count in groups:
             worlds = np.nonzero(avail == count)[0]
             tab = effective_tableau(method, int(count))
-            group = _GroupStep(model, state, worlds, tab, dt, solver, gravity, potentials, kplan)
+            group = _GroupStep(model, state, worlds, tab, dt, solver, gravity, potentials, newton,
+                               history_count=int(count))
             if fuse:
-                fused.run_group(group, kplan, new_history0, report)
+                fused.run_group(group, cm, new_history0, report)
             else:
                 group.run(new_history0, report)
     # Shift the history: the new completed step becomes y_n.
@@ -220,12 +198,13 @@ class _GroupStep:
     """One step of the batch worlds ``worlds``, which share a history length and so a tableau, as named stages
     (the module docstring lists them in the order ``run`` calls them)."""
 
-    def __init__(self, model, state, worlds, tab: Tableau, dt, solver, gravity, potentials, kplan=None,
-                 all_worlds=False):
+    def __init__(self, model, state, worlds, tab: Tableau, dt, solver, gravity, potentials, newton=None,
+                 all_worlds=False, history_count=1):
         self.model, self.state, self.worlds, self.tab, self.dt = model, state, worlds, tab, dt
         # worlds == arange(W): the state's arrays are read as they are, without gathering copies of every world
         self.all_worlds = all_worlds
-        self.kplan = kplan  # compiled_newton.KernelPlan: the compiled Newton; None: the numpy one
+        self.newton = newton  # compiled_newton.NewtonModel: the compiled Newton; None: the numpy one
+        self.history_count = history_count  # the completed states the group's tableau uses
         self.solver, self.gravity, self.potentials = solver, gravity, potentials
         self.static = model.bodies.is_static
         self.sel = self.static[None, :, None]  # broadcasts over (W, N, 3)
@@ -248,8 +227,8 @@ class _GroupStep:
             start = self.stage_start(i, star, stages)
             ctx = self.stage_context(i, start)
             guess_c, guess_r = self.initial_guess(i, ctx, hist[0] if i == 0 else stages[-1])
-            if self.kplan is not None:
-                res = compiled_newton.solve(self.kplan, ctx, guess_c, guess_r, self.solver.non_linear_solver)
+            if self.newton is not None:
+                res = compiled_newton.solve(self.newton, ctx, guess_c, guess_r, self.solver.non_linear_solver)
             else:
                 res = newton_solve(self.potentials, ctx, guess_c, guess_r, self.solver.non_linear_solver)
             _record_solve(report, res)
