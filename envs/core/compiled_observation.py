@@ -17,9 +17,10 @@ def _defined_in(cls, name):
 
 
 def _compiled_observation(robot, task):
-    """A `_CompiledObservation` when the robot is the floating gripper and the task's parts are the objects'
-    standard ones (`Task.observed_objects`, declared where ``observation`` is defined or below), else None."""
-    finger_spec = robot.observed_fingers() if hasattr(robot, "observed_fingers") else None
+    """A `_CompiledObservation` when the robot's parts are two fingers' (`Robot.observed_fingers`: the floating
+    gripper's) and the task's parts are the objects' standard ones (`Task.observed_objects`, declared where
+    ``observation`` is defined or below), else None."""
+    finger_spec = robot.observed_fingers()
     objects = task.observed_objects()
     if finger_spec is None or objects is None:
         return None

@@ -159,7 +159,7 @@ class RobotTaskWorlds:
         substeps are redone: the engine steps whole scenes, and this one holds only the worlds being refined."""
         shadow = self._shadow
         if shadow is None:
-            robot = type(self.robot)(self.robot.config)
+            robot = self.robot.clone()
             task = type(self.task)(self.task.config, robot)
             shadow = self._shadow = RobotTaskWorlds(num_worlds, self.config, robot, task)
         elif shadow.num_worlds != num_worlds:
@@ -243,8 +243,7 @@ class RobotTaskWorlds:
     def configuration(self) -> tuple:
         """What a state is a state of: the task and robot (classes and configs, e.g. ``cube_mass``) and the physics
         settings; `check_state` refuses a state of another configuration even where the actors are the same."""
-        return (type(self.task).__name__, self.task.config, type(self.robot).__name__, self.robot.config,
-                self.config)
+        return (type(self.task).__name__, self.task.config, *self.robot.configuration(), self.config)
 
     def check_state(self, state) -> dict:
         """A `get_state` checked against these worlds (ValueError naming the part that does not fit)."""

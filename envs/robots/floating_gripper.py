@@ -20,12 +20,13 @@ from superdex_gym.sim.validation import as_bool, as_real, real_array
 
 from ..core.config import GRASP_CONTACT, V_MAX, clip
 from ..core.kernels import plan_action
+from .base import Robot
 from .gripper_config import GripperConfig
 
 COLOR = (0.55, 0.57, 0.62)
 
 
-class FloatingGripper:
+class FloatingGripper(Robot):
     """The robot: ``build`` creates its actors and drives in a scene; then it maps actions to drive targets,
     reports its observation parts and their real bounds, and keeps its commanded targets (part of the state)."""
 
@@ -55,6 +56,26 @@ class FloatingGripper:
                              drive_max_force=None if gripper_max_force is None else float(gripper_max_force),
                              max_speed_m_s=None if gripper_max_speed is None
                              else as_real(gripper_max_speed, "gripper_max_speed"))
+
+    # --- what a task may read (envs/robots/base.py) ----------------------------------------------------------------
+    def workspace(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._workspace_low.copy(), self._workspace_high.copy()
+
+    @property
+    def max_opening_m(self) -> float:
+        return self.config.max_opening_m
+
+    @property
+    def drive_max_force_n(self) -> float | None:
+        return self.config.drive_max_force
+
+    def footprint_m(self) -> float:
+        f = self.config.finger_half_extents  # the closed fingers side by side, their corners
+        return float(np.hypot(f[0], 2 * f[1]))
+
+    def reach_margin_m(self) -> float:
+        g = self.config  # the palm's half width, or the open fingers' outer faces
+        return max(g.palm_half_extents[1], 0.5 * g.max_opening_m + 2 * g.finger_half_extents[1])
 
     def check_home(self, home: np.ndarray) -> None:
         lo, hi = self._workspace_low, self._workspace_high

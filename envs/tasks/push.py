@@ -86,16 +86,15 @@ class PushTask(Task):
         self.half = config.cube_size_m / 2
         self.marker_radius_m = self.half  # the goal's sphere in pictures: the cube's size
         # the cube is sampled at least cube_gripper_min_distance_m from the home: not on the closed fingers
-        f = robot.config.finger_half_extents
-        if config.cube_size_m > robot.config.max_opening_m:
+        if config.cube_size_m > robot.max_opening_m:
             raise ValueError(f"cube_size {config.cube_size_m} m must be at most the gripper's opening "
-                             f"{robot.config.max_opening_m} m, so the cube can be grasped")
-        cap = robot.config.drive_max_force
+                             f"{robot.max_opening_m} m, so the cube can be grasped")
+        cap = robot.drive_max_force_n
         if cap is not None and config.friction * config.cube_mass_kg * 9.8 >= cap:
             raise ValueError(f"cube_mass {config.cube_mass_kg} kg is too heavy to push: its friction on the table "
                              f"(friction x mass x 9.8 = {config.friction * config.cube_mass_kg * 9.8:.3g} N) must stay "
                              f"below the gripper's drive force cap gripper_max_force = {cap} N")
-        footprint = np.hypot(f[0], 2 * f[1]) + self.half * np.sqrt(2)
+        footprint = robot.footprint_m() + self.half * np.sqrt(2)
         if self.robot_home()[2] < 2 * self.half and config.cube_gripper_min_distance_m < footprint:
             raise ValueError(f"cube_gripper_min_distance_m {config.cube_gripper_min_distance_m} would let the cube "
                              f"start on the gripper's closed fingers (needs >= {footprint:.4f} m)")
@@ -141,8 +140,7 @@ class PushTask(Task):
         """The cube centres a goal may ask for, where the gripper's workspace reaches: resting on the table (within
         the success radius of the resting height) or, where ``goals_in_air``, up to a held cube's centre with the
         grip point at the workspace's top."""
-        lo, hi = (np.asarray(b, dtype=np.float64) for b in (self.robot.config.workspace_low,
-                                                              self.robot.config.workspace_high))
+        lo, hi = self.robot.workspace()
         top = hi[2] + self.half if self.goals_in_air else self.half + self.config.distance_threshold_m
         return np.array([lo[0], lo[1], self.half]), np.array([hi[0], hi[1], top])
 
@@ -230,13 +228,13 @@ class PushTask(Task):
         """The speed [m/s] a body may reach: leaving the workspace's top faster, it could clear the walls (the
         worlds undo a substep that leaves any body faster and truncate the episode)."""
         wall_top = self.config.wall_height_m - self.config.floor_depth_m
-        return float(np.sqrt(2 * 9.8 * (wall_top - self.robot.config.workspace_high[2])))
+        return float(np.sqrt(2 * 9.8 * (wall_top - self.robot.workspace()[1][2])))
 
     def cube_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Inside the arena walls: |x|, |y| < arena_half, z between the floor and the workspace top plus the
         height a cube flung at ``V_MAX`` reaches."""
         c, a = self.config, self.config.arena_half_m
-        z_high = self.robot.config.workspace_high[2] + V_MAX**2 / (2 * 9.8)
+        z_high = self.robot.workspace()[1][2] + V_MAX**2 / (2 * 9.8)
         return np.array([-a, -a, -c.floor_depth_m]), np.array([a, a, z_high])
 
     def observation_bounds(self, robot: dict) -> dict:

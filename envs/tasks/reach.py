@@ -57,7 +57,7 @@ class ReachTask(Task):
     def __init__(self, config: ReachConfig, robot):
         super().__init__(config, robot)
         home, h = self.robot_home(), config.goal_range_m / 2
-        ws_low, ws_high = np.asarray(robot.config.workspace_low), np.asarray(robot.config.workspace_high)
+        ws_low, ws_high = robot.workspace()
         # a goal the grip point cannot come within the success radius of would make episodes unsolvable
         if np.any(home - h < ws_low - config.distance_threshold_m) or np.any(home + h > ws_high + 1e-12):
             raise ValueError(f"the goal cube {(home - h).tolist()} .. {(home + h).tolist()} must lie in the workspace "

@@ -94,12 +94,10 @@ class ThrowTask(PushTask):
 
     def __init__(self, config: ThrowConfig, robot):
         super().__init__(config, robot)
-        ws_lo, ws_hi = np.asarray(robot.config.workspace_low), np.asarray(robot.config.workspace_high)
+        ws_lo, ws_hi = robot.workspace()
         self.target_z = -config.floor_depth_m + self.half  # the cube's resting height on the bin's floor
         # the most a held cube or the gripper's bodies reach beyond the grip point's workspace, horizontally
-        g = robot.config
-        self.reach_margin_m = max(g.palm_half_extents[1], 0.5 * g.max_opening_m + 2 * g.finger_half_extents[1],
-                                  self.half * np.sqrt(2) + 0.015)
+        self.reach_margin_m = max(robot.reach_margin_m(), self.half * np.sqrt(2) + 0.015)
         self.reach_m = float(np.max(np.abs(np.concatenate([ws_lo[:2], ws_hi[:2]])))) + self.reach_margin_m
         self.reach_low_z = ws_lo[2] - self.half - 0.015  # a held cube's lowest point
         self.check_bin_xy(self.bin_xy(config.bin_distance_m[0], max(np.abs(config.bin_bearing_deg))),
