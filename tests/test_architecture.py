@@ -3,7 +3,8 @@
 Every import between sim modules counts, at module level and inside functions alike: sim/ has no import cycle, and
 at most 3 imports between sim modules sit inside functions (a function-local import hides a cycle or a late
 dependency from the reader). No function of sim/ is longer than 150 lines or takes more than 30 parameters (the kernels
-take their arrays in a few named groups, tuples typed once per layout).
+take their arrays in a few named groups, tuples typed once per layout). The compiled step's layers (sim/step, solver,
+kernels, potentials) read no private field of another object.
 """
 
 from __future__ import annotations
@@ -128,3 +129,29 @@ def test_no_function_over_the_size_limits():
     assert len(sizes) > 500  # the walk saw every function
     over = [(m, f, params, lines) for m, f, params, lines in sizes if params > MAX_PARAMS or lines > MAX_LINES]
     assert over == []
+
+
+# The compiled step's layers read other objects only through their public methods (the compiled model is the one
+# place their arrays are converted; a private read would be a dependency the owner cannot see).
+STEP_LAYERS = ("step", "solver", "kernels", "potentials")
+
+
+def _private_reads(source: str, label: str) -> list[str]:
+    """``x._name`` reads in a module's source where ``x`` is not ``self`` / ``cls`` (single-underscore names)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))):
+            found.append(f"{label}:{node.lineno} .{node.attr}")
+    return found
+
+
+def test_the_step_layers_read_no_private_field_of_another_object():
+    found = [hit for layer in STEP_LAYERS for path in sorted((SIM / layer).rglob("*.py"))
+             for hit in _private_reads(path.read_text(), str(path.relative_to(SIM.parent)))]
+    assert found == []
+
+
+def test_private_read_detection_sees_them():
+    source = "def f(cs, self):\n    return cs._targets, cs.public, self._own, pot.x._sets, cs.__dict__\n"
+    assert _private_reads(source, "probe") == ["probe:2 ._targets", "probe:2 ._sets"]

@@ -70,6 +70,10 @@ class ConstraintSystem(Potential):
     def __len__(self) -> int:
         return len(self._type_of)
 
+    def sets(self) -> list:
+        """(constraint type, its RigidConstraintSet) in order of first use."""
+        return list(self._sets.items())
+
     def handles(self) -> list:
         """Live handles in creation order."""
         return sorted(self._type_of)

@@ -351,6 +351,11 @@ def needed_callees(newton_euler, loads, offset_forces, contact, point_pivots, ro
     return needed
 
 
+def no_addresses() -> np.ndarray:
+    """Callee addresses all 0: for a call on no worlds (it compiles newton_stage and calls no callee)."""
+    return np.zeros(len(_BY_ADDRESS), dtype=np.int64)
+
+
 def callee_addresses(needed: list[int]) -> np.ndarray:
     """The addresses of the kernels newton_stage calls by address (int64, `_BY_ADDRESS` order), with the
     ``needed`` ones (`needed_callees`) set. A kernel is compiled (or loaded from the cache) when a stage first

@@ -79,7 +79,7 @@ def _plan(potentials, params: NonLinearSolverParams):
             continue
         if type(pot) is ConstraintSystem and constraint_system is None:
             constraint_system = pot
-            for kind, cs in pot._sets.items():
+            for kind, cs in pot.sets():
                 if not len(cs):
                     continue
                 if kind not in _SET_KINDS or cs.exact_hessian:
@@ -271,7 +271,7 @@ class NewtonModel:
             compiling = [] if newton_kernels.newton_stage.overloads else newton_kernels.compile_callees_elsewhere(
                 needed)
             if compiling:
-                newton_kernels.newton_stage(np.zeros_like(newton_kernels._addresses), *groups, 0, 0)
+                newton_kernels.newton_stage(newton_kernels.no_addresses(), *groups, 0, 0)
                 for child in compiling:
                     child.wait()
             addresses = self.addresses[flags] = newton_kernels.callee_addresses(needed)
