@@ -314,6 +314,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         it."""
         self._compiled = None
         self._tunnelling = None
+        self._contact_system.drop()
 
     def _compiled_model(self):
         """The current compiled model, built if a change dropped it (or the module switches changed: tests and

@@ -61,62 +61,36 @@ class ContactSystem(Potential):
 
     def __init__(self, scene):
         self._scene = scene
-        self._potential = None
-        self._version = None
-        self._model = None  # the scene's model the potential was built for
+        self._potential = None  # the built ContactPotential, until `drop`
         self._layer_disabled: set = set()  # (layer_colliding, layer_collider)
         self._actor_disabled: set = set()  # (handle_colliding, handle_collider)
         self._overrides: dict = {}  # frozenset{handle_a, handle_b} -> ContactPairParamsOverride
-        self._edits = 0  # counts edits of the layers, the disabled pairs and the overrides (`edited`)
         self._forces = None  # (W, N, 3)
         self._torques = None
         self._points = None  # per world list of ContactPoint
-        self._in_step = False  # inside a step's solves: the version was checked by before_step
         self.last_contact_points = None  # (actor handles, num worlds, [(worlds, ContactPoints)]) of the last step
 
     # --- invalidation -------------------------------------------------------------------------------------------
     def invalidate(self) -> None:
-        self._potential = None
         self._scene.composition_changed()
 
     def edited(self) -> None:
         """An actor's layer, the disabled layer or actor pairs or the pair overrides changed: the next step rebuilds
         the potential. Every edit of them goes through here (the actors and the scene's contact methods)."""
-        self._edits += 1
         self._scene.composition_changed()
 
-    def _current_version(self):
-        """What the built potential depends on besides the model. The actors, their contact parameters and CoMs are
-        the model's: the scene builds a new model after any change to them (`Scene._mark_dirty`), so the model
-        object itself stands for them (`potential` compares it by identity); the layers, the disabled pairs and the
-        overrides by the count of their edits (`edited`), the evaluation switches by their values."""
-        return self._edits, self._eval_repr(self._scene.contact_evaluation_params())
-
-    def _eval_repr(self, params) -> str:
-        """repr of the contact evaluation switches, kept per object: the scene replaces its solver parameters (a
-        deep copy) on every change, so the same object has the same values."""
-        cached = self.__dict__.get("_eval_repr_cache")
-        if cached is None or cached[0] is not params:
-            cached = self._eval_repr_cache = (params, repr(params))
-        return cached[1]
+    def drop(self) -> None:
+        """The scene's composition or settings changed (`Scene.composition_changed`, the one caller): the built
+        potential is stale (the actors, their contact parameters and CoMs, the layers, disabled pairs, overrides
+        and the solver's evaluation switches all change through the scene), so the next `potential` builds anew."""
+        self._potential = None
 
     def before_step(self, scene) -> None:
-        """Check the scene version once per step: no call can change it during the step's solves."""
-        self._in_step = False
         self.potential()
-        self._in_step = True
-
-    def after_solves(self, scene) -> None:
-        self._in_step = False
 
     def potential(self):
-        if self._in_step and self._potential is not None:
-            return self._potential
-        model = self._scene.get_model()
-        version = self._current_version()
-        if self._potential is None or model is not self._model or version != self._version:
+        if self._potential is None:
             self._potential = self._build()
-            self._model, self._version = model, version
         return self._potential
 
     # --- building -----------------------------------------------------------------------------------------------

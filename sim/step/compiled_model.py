@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..solver.compiled_newton import NewtonModel
+from .integration import effective_tableau
 from . import fused
 
 
@@ -30,6 +31,9 @@ class CompiledModel:
         _, kplan, self.fuse, self.path_name = path
         self.newton = NewtonModel(kplan, model, solver.non_linear_solver, num_worlds) if kplan is not None else None
         self._heads: dict = {}  # (history count, dt) -> fused.StepHeads of the all-worlds group
+        method = solver.integration_method
+        self.longest_history = effective_tableau(method, 3).num_history  # the most completed states a step uses
+        self.tableaus = {count: effective_tableau(method, count) for count in range(self.longest_history + 1)}
 
     def step_heads(self, count: int, tab, dt: float, worlds) -> "fused.StepHeads":
         """The fused step's heads of the all-worlds group for a history count and a step length (an env steps with

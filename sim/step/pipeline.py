@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import lie
 from .integration import (
-    Tableau, combine_rotations, combine_vectors, effective_tableau, step_start_rotations, step_start_vectors,
+    Tableau, combine_rotations, combine_vectors, step_start_rotations, step_start_vectors,
 )
 from ..constraints.system import ConstraintSystem
 from ..contact.system import ContactSystem
@@ -137,12 +137,11 @@ def recover_velocity(c, r, c0, r0, stage_dt):
 def step(cm: CompiledModel, state: State, dt: float) -> StepReport:
     """Advance every world of ``state`` by dt in place, on the scene's compiled model ``cm``."""
     model, solver, gravity, potentials = cm.model, cm.solver, cm.gravity, cm.potentials
-    method = solver.integration_method
     num_worlds, num_bodies = state.num_worlds, model.bodies.num
     status = np.zeros(num_worlds, dtype=np.int64)
     actor_status = np.zeros((num_worlds, num_bodies), dtype=np.int64)
     report = StepReport(status, 0, 0, 0.0, actor_status, last_stages=[], solver_path=cm.path_name)
-    needed = effective_tableau(method, 3).num_history
+    needed = cm.longest_history
     newton, fuse = cm.newton, cm.fuse
     full = False  # every world has the longest history already: the step leaves num_history as it is
     if num_worlds == 1:  # one world, one group (the single-env case, without the reductions below)
@@ -154,7 +153,7 @@ def step(cm: CompiledModel, state: State, dt: float) -> StepReport:
         avail = np.minimum(state.num_history, needed)
         groups = [int(avail[0])] if avail.size and np.all(avail == avail[0]) else np.unique(avail).tolist()
     if len(groups) == 1:  # every world in one group: its end state becomes y_n as it is (fresh arrays, no copy)
-        tab = effective_tableau(method, groups[0])
+        tab = cm.tableaus[groups[0]]
         group = _GroupStep(model, state, _all_worlds(num_worlds), tab, dt, solver, gravity, potentials, newton,
                            all_worlds=True, history_count=groups[0])
         new_history0 = fused.run_group(group, cm, None, report) if fuse else group.run(None, report)
@@ -162,7 +161,7 @@ def step(cm: CompiledModel, state: State, dt: float) -> StepReport:
         new_history0 = state.current.copy()
         for count in groups:
             worlds = np.nonzero(avail == count)[0]
-            tab = effective_tableau(method, int(count))
+            tab = cm.tableaus[int(count)]
             group = _GroupStep(model, state, worlds, tab, dt, solver, gravity, potentials, newton,
                                history_count=int(count))
             if fuse:
