@@ -21,6 +21,8 @@ from . import lie
 from .step import pipeline
 from .actor import RigidActor
 from .actor_queries import ActorQueryRegistry
+from .articulated.params import ArticulatedActorParams
+from .articulated.system import ArticulationSystem
 from .constraints.system import ConstraintSceneMixin
 from .contact.system import ContactSceneMixin, ContactSystem
 from .geometry_types import SceneHandle
@@ -90,6 +92,8 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         self._tunnelling_ratio = np.zeros(1)  # (W,) of the last step
         self._contact_system = ContactSystem(self)
         self._extra_potentials.append(self._contact_system)
+        self._articulations = None  # ArticulationSystem, registered with the first articulated actor
+        self._nested: dict = {}  # handle -> ArticulatedActor or its link actors
         self.alive = True
 
     # --- identity ----------------------------------------------------------------------------------------------------
@@ -204,8 +208,37 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         self._mark_dirty()
         return actor
 
+    def create_articulated_actor(self, params=None, **kwargs):
+        """Create an articulated actor from an ``ArticulatedActorParams`` or its fields as keyword arguments. The
+        whole of it is validated first: on any error the scene is unchanged. Its links become actors of the scene
+        named ``<actor>/<link>`` (``get_nested_link_actors``)."""
+        if params is not None and kwargs:
+            raise TypeError("pass either an ArticulatedActorParams or keyword arguments, not both")
+        if params is None:
+            unknown = sorted(set(kwargs) - set(ArticulatedActorParams.__dataclass_fields__))
+            if unknown:
+                raise TypeError(f"create_articulated_actor got unknown arguments {unknown}")
+            params = ArticulatedActorParams(**kwargs)
+        system = self._articulations or ArticulationSystem(self)
+        actor, links = system.create(params, self._next_actor_handle)  # validates before the scene changes
+        if self._articulations is None:
+            self._articulations = system
+            self._extra_potentials.append(system)
+        system.add(actor)
+        for a in [actor] + links:
+            self._nested[a.get_handle()] = a
+        self._next_actor_handle += 1 + len(links)
+        self._mark_dirty()  # the state layout holds the new handles
+        return actor
+
     def get_actor(self, actor):
         """The actor with handle ``actor`` (an actor is accepted too)."""
+        if not isinstance(actor, RigidActor) and hasattr(actor, "is_nested_link_actor"):
+            if actor.get_scene() is not self:
+                raise ValueError(f"actor {actor.get_name()!r} belongs to another scene, not {self.name!r}")
+            actor = actor.get_handle()
+        if not isinstance(actor, RigidActor) and actor in self._nested:
+            return self._nested[actor]
         if isinstance(actor, RigidActor):
             if actor._scene is not self:  # handles count per scene: another scene's actor may share a handle
                 raise ValueError(f"actor {actor.get_name()!r} belongs to another scene, not {self.name!r}")
@@ -218,24 +251,32 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
             raise KeyError(f"no actor with handle {handle!r} in scene {self.name!r}") from None
 
     def get_actors(self) -> list:
-        return [self._actors[r.handle] for r in self._records]
+        """Rigid actors in model row order, then articulated actors and their link actors in creation order."""
+        return [self._actors[r.handle] for r in self._records] + list(self._nested.values())
 
     def find_actor(self, name: str):
         for r in self._records:
             if r.name == name:
                 return self._actors[r.handle]
-        return None
+        return next((a for a in self._nested.values() if a.get_name() == name), None)
 
     def for_each_actor(self, callback) -> None:
         for actor in self.get_actors():
             callback(actor)
 
     def get_num_actors(self) -> int:
-        return len(self._records)
+        """Rigid actors, articulated actors and their links (each link is an actor, as in the engine)."""
+        return len(self._records) + len(self._nested)
+
+    def get_articulated_actors(self) -> list:
+        return [] if self._articulations is None else list(self._articulations.actors)
 
     def destroy_actor(self, actor) -> None:
-        """Destroy ``actor`` (an actor or its handle)."""
+        """Destroy ``actor`` (an actor or its handle); an articulated actor goes with its links."""
         actor = self.get_actor(actor)
+        if not isinstance(actor, RigidActor):
+            self._destroy_articulated(actor)
+            return
         row = self._row_of(actor._record)
         for hook in list(self._destroy_hooks()):
             hook(actor, row)
@@ -245,6 +286,15 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         del self._actors[actor.get_handle()]
         self._state = _delete_actor(self._state, row)
         self._actor_status = np.delete(self._actor_status, row, axis=1)
+        self._mark_dirty()
+
+    def _destroy_articulated(self, actor) -> None:
+        if actor.is_nested_link_actor():
+            raise ValueError(f"link actor {actor.get_name()!r} belongs to an articulated actor: destroy the "
+                             f"articulated actor (handle {actor.get_articulated_actor()}) instead")
+        for h in [actor.get_handle()] + actor.get_nested_link_actors():
+            del self._nested[h]
+        self._articulations.remove(actor)
         self._mark_dirty()
 
     # --- queries ----------------------------------------------------------------------------------------------------
@@ -519,8 +569,16 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
             raise ValueError(f"time_step_sec must be 0 or at least {MIN_TIME_STEP_S:g} s, got {time_step_sec!r}: the "
                              "inertia Hessian m/dt^2 of a shorter step swamps float64 precision; the scene was not "
                              "stepped")
+        articulated = self._articulations is not None and bool(self._articulations.actors)
+        if dt > 0.0 and self._records and articulated:
+            raise NotImplementedError("stepping articulated actors together with rigid actors (contact on links) is "
+                                      "not implemented yet; step a scene holding only articulated actors")
         self._run_callbacks("pre", dt)
-        if dt > 0.0 and self._records:
+        if dt > 0.0 and articulated:
+            self._articulations.step(dt, self._solver.integration_method)
+            self._state.time += dt
+            self._state.last_dt = dt
+        elif dt > 0.0 and self._records:
             start = time.perf_counter()
             for pot in self._extra_potentials:  # nothing can change the scene during the step's solves
                 pot.before_step(self)

@@ -129,7 +129,7 @@ def _check_cycles(cycles, links, parent):
     return out
 
 
-def _check_friction(f, where: str) -> ArticulatedJointFrictionParams:
+def check_friction(f, where: str) -> ArticulatedJointFrictionParams:
     if not isinstance(f, ArticulatedJointFrictionParams):
         raise TypeError(f"{where}: friction must be ArticulatedJointFrictionParams, got {type(f).__name__}")
     vals = {n: as_real(getattr(f, n), f"{where}: friction.{n}") for n in
@@ -237,7 +237,7 @@ def build_model(params: ArticulatedActorParams) -> ArticulationModel:
             axis = raw / norm
         if not isinstance(j.parent_link_from_joint, TransformRT):
             raise TypeError(f"{jwhere}: parent_link_from_joint must be a TransformRT")
-        fr = _check_friction(j.friction, jwhere)
+        fr = check_friction(j.friction, jwhere)
         inertia = 0.0 if j.inertia is None else as_real(j.inertia, f"{jwhere}: inertia")
         if not (math.isfinite(inertia) and inertia >= 0):
             raise ValueError(f"{jwhere}: inertia must be finite and >= 0, got {inertia}")
