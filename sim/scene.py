@@ -22,6 +22,8 @@ from .step import pipeline
 from .actor import RigidActor
 from .actor_queries import ActorQueryRegistry
 from .articulated.params import ArticulatedActorParams
+from .articulated import coupled
+from .articulated.actor import ArticulatedActor, ArticulatedLinkActor
 from .articulated.system import ArticulationSystem
 from .constraints.system import ConstraintSceneMixin
 from .contact.system import ContactSceneMixin, ContactSystem
@@ -220,20 +222,30 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
                 raise TypeError(f"create_articulated_actor got unknown arguments {unknown}")
             params = ArticulatedActorParams(**kwargs)
         system = self._articulations or ArticulationSystem(self)
-        actor, links = system.create(params, self._next_actor_handle)  # validates before the scene changes
+        actor, records, rows = system.create(params, self._next_actor_handle)  # validates before the scene changes
         if self._articulations is None:
             self._articulations = system
             self._extra_potentials.append(system)
-        system.add(actor)
-        for a in [actor] + links:
-            self._nested[a.get_handle()] = a
+        links = []
+        for i, (record, row) in enumerate(zip(records, rows)):
+            self._records.append(record)
+            self._state = _append_actor(self._state, *row)
+            links.append(ArticulatedLinkActor(self, record, actor, i))
+            self._actors[record.handle] = links[-1]
+        self._actor_status = np.concatenate(
+            [self._actor_status, np.full((self.num_worlds, len(links)), ConvergenceStatus.NOT_STARTED.value)], axis=1)
+        system.add(actor, links)
+        self._nested[actor.get_handle()] = actor
         self._next_actor_handle += 1 + len(links)
-        self._mark_dirty()  # the state layout holds the new handles
+        self._mark_dirty()
+        for child, parent in enumerate(actor.model.parent):
+            if parent >= 0:  # adjacent links do not collide by default (enable_actor_contact_symmetric re-enables)
+                self.enable_actor_contact_symmetric(links[child], links[parent], False)
         return actor
 
     def get_actor(self, actor):
         """The actor with handle ``actor`` (an actor is accepted too)."""
-        if not isinstance(actor, RigidActor) and hasattr(actor, "is_nested_link_actor"):
+        if isinstance(actor, ArticulatedActor):
             if actor.get_scene() is not self:
                 raise ValueError(f"actor {actor.get_name()!r} belongs to another scene, not {self.name!r}")
             actor = actor.get_handle()
@@ -251,7 +263,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
             raise KeyError(f"no actor with handle {handle!r} in scene {self.name!r}") from None
 
     def get_actors(self) -> list:
-        """Rigid actors in model row order, then articulated actors and their link actors in creation order."""
+        """Rigid and link actors in model row order, then the articulated actors in creation order."""
         return [self._actors[r.handle] for r in self._records] + list(self._nested.values())
 
     def find_actor(self, name: str):
@@ -274,9 +286,15 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
     def destroy_actor(self, actor) -> None:
         """Destroy ``actor`` (an actor or its handle); an articulated actor goes with its links."""
         actor = self.get_actor(actor)
-        if not isinstance(actor, RigidActor):
+        if isinstance(actor, ArticulatedActor):
             self._destroy_articulated(actor)
             return
+        if isinstance(actor, ArticulatedLinkActor):
+            raise ValueError(f"link actor {actor.get_name()!r} belongs to an articulated actor: destroy the "
+                             f"articulated actor (handle {actor.get_articulated_actor()}) instead")
+        self._destroy_row(actor)
+
+    def _destroy_row(self, actor) -> None:
         row = self._row_of(actor._record)
         for hook in list(self._destroy_hooks()):
             hook(actor, row)
@@ -289,12 +307,13 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         self._mark_dirty()
 
     def _destroy_articulated(self, actor) -> None:
-        if actor.is_nested_link_actor():
-            raise ValueError(f"link actor {actor.get_name()!r} belongs to an articulated actor: destroy the "
-                             f"articulated actor (handle {actor.get_articulated_actor()}) instead")
-        for h in [actor.get_handle()] + actor.get_nested_link_actors():
-            del self._nested[h]
+        for link in list(actor._link_actors):
+            self._destroy_row(link)
+        del self._nested[actor.get_handle()]
         self._articulations.remove(actor)
+        if not self._articulations.actors:  # the scene's rigid solver path and its bits come back
+            self._extra_potentials.remove(self._articulations)
+            self._articulations = None
         self._mark_dirty()
 
     # --- queries ----------------------------------------------------------------------------------------------------
@@ -550,6 +569,8 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         other work in kernels too, sim/step/fused.py), "compiled (per-stage step: <reason>)" (the compiled Newton
         per stage, sim/kernels/newton.py) or "numpy: <reason>" (docs/engine.md, "Solver paths"). Decided from the
         scene's composition and solver settings only."""
+        if self._nested:
+            return coupled.PATH_NAME
         path, detail = pipeline.solver_path(self._extra_potentials, self._solver.non_linear_solver)
         return pipeline.step_path_name(path, detail, self._solver)
 
@@ -569,16 +590,8 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
             raise ValueError(f"time_step_sec must be 0 or at least {MIN_TIME_STEP_S:g} s, got {time_step_sec!r}: the "
                              "inertia Hessian m/dt^2 of a shorter step swamps float64 precision; the scene was not "
                              "stepped")
-        articulated = self._articulations is not None and bool(self._articulations.actors)
-        if dt > 0.0 and self._records and articulated:
-            raise NotImplementedError("stepping articulated actors together with rigid actors (contact on links) is "
-                                      "not implemented yet; step a scene holding only articulated actors")
         self._run_callbacks("pre", dt)
-        if dt > 0.0 and articulated:
-            self._articulations.step(dt, self._solver.integration_method)
-            self._state.time += dt
-            self._state.last_dt = dt
-        elif dt > 0.0 and self._records:
+        if dt > 0.0 and self._records:
             start = time.perf_counter()
             for pot in self._extra_potentials:  # nothing can change the scene during the step's solves
                 pot.before_step(self)
@@ -587,7 +600,9 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
             start_com = self._state.current.com_position
             start_rot = self._state.current.rotation
             try:
-                report = pipeline.step(
+                # a scene holding articulations steps in generalized coordinates (sim/articulated/coupled.py)
+                stepper = coupled.step if self._nested else pipeline.step
+                report = stepper(
                     self.get_model(), self._state, dt, self._solver, self._gravity, self._extra_potentials,
                     self._held_plan,
                 )

@@ -308,12 +308,3 @@ def test_destroying_the_articulated_actor_removes_its_links():
     assert scene.get_num_actors() == 0 and not a.is_valid()
     with pytest.raises(KeyError):
         scene.get_actor(link)
-
-
-def test_rigid_and_articulated_together_are_refused_before_anything_moves():
-    scene, a = scene_with(chain_params())
-    scene.create_rigid_actor(shape=SHAPE, density=1000.0)
-    a.set_articulated_pose_from_joints([0.5, 0.1, -0.2])
-    with pytest.raises(NotImplementedError, match="contact on links"):
-        scene.step(0.01)
-    assert a.get_articulated_pose().tolist() == [0.5, 0.1, -0.2] and scene.get_total_simulation_time() == 0.0

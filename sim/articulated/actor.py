@@ -14,6 +14,7 @@ from dataclasses import replace
 import numpy as np
 
 from .. import lie
+from ..actor import RigidActor
 from ..geometry_types import ActorType
 from ..transforms import TransformRT
 from ..validation import real_array
@@ -117,6 +118,7 @@ class ArticulatedActor:
         sub._velocities_from_joints()
         per_world.put(self._oracle, worlds, sub)
         self._num_history[worlds] = 0
+        self._scene._articulations.sync(self, worlds)
 
     # --- pose and velocities ----------------------------------------------------------------------------------
     def get_articulated_pose(self, out_pose=None, world: int = 0) -> np.ndarray:
@@ -179,13 +181,6 @@ class ArticulatedActor:
         """(6, D): the link's (CoM velocity, angular velocity) per unit joint velocity, world frame."""
         _, _, _, jac = link_jacobians(self.model, self._oracle.q[self._world(world)][None])
         return jac[0, link]
-
-    def link_state(self, link: int, world: int = 0):
-        """(rotation, CoM, linear velocity, angular velocity) of one link."""
-        w = self._world(world)
-        rot, _, com = forward_kinematics(self.model, self._oracle.q[w][None])
-        return rot[0, link], com[0, link], self._oracle.link_velocity[w, link].copy(), \
-            self._oracle.link_omega[w, link].copy()
 
     # --- joint data ---------------------------------------------------------------------------------------------
     def get_articulated_dof_limits(self, out_dof_limits=None) -> np.ndarray:
@@ -316,41 +311,28 @@ class ArticulatedActor:
         return _out(out_pose, self._oracle.target_pose[self._world(world)].copy(), "out_pose")
 
     # --- scene hooks (sim/articulated/system.py) ----------------------------------------------------------------
-    def _step(self, dt: float, method) -> None:
-        o = self._oracle
-        o.gravity[:] = self._scene.get_gravity()
-        if o.controller is not None and np.any(self._pending_set):
-            # the old target of the next step is target (-) dt v in the worlds given a target velocity
-            w = np.flatnonzero(self._pending_set)
-            o.target_pose_old[w] = add_delta(self.model, o.target_pose[w], -dt * self._pending_velocity[w])
-            self._pending_set[:] = False
-        self._num_history = per_world.step_worlds(self._oracle, self._num_history, dt, method)
+    def _apply_pending(self, sub, worlds: np.ndarray, dt: float) -> None:
+        """In the step's sub-oracle of ``worlds``: the old target of a world given a target velocity is
+        target (-) dt v (then the override is used up)."""
+        if sub.controller is None or not np.any(self._pending_set[worlds]):
+            return
+        w = np.flatnonzero(self._pending_set[worlds])
+        sub.target_pose_old[w] = add_delta(self.model, sub.target_pose[w], -dt * self._pending_velocity[worlds[w]])
+        self._pending_set[worlds] = False
 
 
-class ArticulatedLinkActor:
-    """A link of an articulated actor as an actor of the scene (its name ``<actor>/<link>``): it reads its pose
-    and velocity from the articulation; it has no DoFs of its own, so pose and velocity setters are refused."""
+class ArticulatedLinkActor(RigidActor):
+    """A link of an articulated actor as an actor of the scene (its name ``<actor>/<link>``): a row of the model
+    like a rigid actor (contact, layers, pair filters, queries), whose pose and velocity follow the articulation.
+    It owns no DoFs, so pose, velocity, load and mass setters are refused."""
 
-    def __init__(self, articulation: ArticulatedActor, link: int, handle: int):
+    def __init__(self, scene, record, articulation: ArticulatedActor, link: int):
+        super().__init__(scene, record)
         self._articulation = articulation
         self._link = link
-        self._handle = handle
-
-    def get_name(self) -> str:
-        m = self._articulation.model
-        return f"{m.name}/{m.link_names[self._link]}"
-
-    def get_handle(self) -> int:
-        return self._handle
-
-    def get_type(self) -> ActorType:
-        return ActorType.RIGID
-
-    def is_static(self) -> bool:
-        return False
 
     def is_valid(self) -> bool:
-        return self._articulation.alive
+        return self._articulation.alive and super().is_valid()
 
     def is_nested_link_actor(self) -> bool:
         return True
@@ -358,34 +340,14 @@ class ArticulatedLinkActor:
     def get_articulated_actor(self) -> int:
         return self._articulation.get_handle()
 
-    def get_scene(self):
-        return self._articulation.get_scene()
-
-    def get_num_dofs(self) -> int:
-        return 6  # as the engine reports for a link (its rigid velocity), though the link owns no DoFs
-
-    def get_mass(self) -> float:
-        return float(self._articulation.model.mass[self._link])
-
     def get_articulated_jacobian(self, world: int = 0) -> np.ndarray:
         """The (6, D) Jacobian flattened row-major as the engine's span: rows (CoM velocity, angular velocity)."""
         return self._articulation.link_jacobian(self._link, world).reshape(-1)
 
-    def get_root_transform(self, world: int = 0) -> TransformRT:
-        return self._articulation.get_articulated_link_transforms(world=world)[self._link]
-
-    def get_center_of_mass_transform(self, world: int = 0) -> TransformRT:
-        rot, com, _, _ = self._articulation.link_state(self._link, world)
-        return TransformRT.from_matrix(rot, com)
-
-    def get_linear_velocity(self, world: int = 0) -> np.ndarray:
-        return self._articulation.link_state(self._link, world)[2]
-
-    def get_angular_velocity(self, world: int = 0) -> np.ndarray:
-        return self._articulation.link_state(self._link, world)[3]
-
     def _refuse(self, *args, **kwargs):
-        raise TypeError(f"link actor {self.get_name()!r} has no DoFs of its own: set the articulated actor's pose "
-                        f"or joint velocities instead")
+        raise TypeError(f"link actor {self.get_name()!r} has no DoFs of its own: set the articulated actor's pose, "
+                        f"joint velocities or DoF forces instead")
 
     set_root_transform = set_center_of_mass_transform = set_velocity = _refuse
+    set_external_forces_on_dofs = add_external_force_at_local_position = _refuse
+    set_density = set_inertia_properties = _refuse
