@@ -21,10 +21,12 @@ from . import lie
 from .step import pipeline
 from .actor import RigidActor
 from .actor_queries import ActorQueryRegistry
-from .articulated.params import ArticulatedActorParams
+from .articulated.params import (
+    ArticulatedActorParams, ArticulatedSingleDofRangeConstraintParams, ArticulatedSingleDofTargetConstraintParams,
+)
 from .articulated import coupled
 from .articulated.actor import ArticulatedActor, ArticulatedLinkActor
-from .articulated.system import ArticulationSystem
+from .articulated.system import ArticulationSystem, add_single_dof_constraint
 from .constraints.system import ConstraintSceneMixin
 from .contact.system import ContactSceneMixin, ContactSystem
 from .geometry_types import SceneHandle
@@ -242,6 +244,17 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
             if parent >= 0:  # adjacent links do not collide by default (enable_actor_contact_symmetric re-enables)
                 self.enable_actor_contact_symmetric(links[child], links[parent], False)
         return actor
+
+    def create_articulated_single_dof_target_constraint(self, params=None, **kwargs):
+        """A drive on one DoF of an articulated actor: k/2 (q - target)^2 with damping (the reference's params or
+        their fields as keyword arguments; saturation must stay < 0)."""
+        return add_single_dof_constraint(self, _params_of(ArticulatedSingleDofTargetConstraintParams, params, kwargs),
+                                         "target")
+
+    def create_articulated_single_dof_range_constraint(self, params=None, **kwargs):
+        """A soft range [min_value, max_value] on one DoF of an articulated actor (saturation must stay < 0)."""
+        return add_single_dof_constraint(self, _params_of(ArticulatedSingleDofRangeConstraintParams, params, kwargs),
+                                         "range")
 
     def get_actor(self, actor):
         """The actor with handle ``actor`` (an actor is accepted too)."""
@@ -764,6 +777,18 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
 
 
 # --- state array helpers -----------------------------------------------------------------------------------------
+
+
+def _params_of(cls, params, kwargs):
+    """``params``, or a ``cls`` built from keyword arguments (not both)."""
+    if params is not None and kwargs:
+        raise TypeError(f"pass either a {cls.__name__} or keyword arguments, not both")
+    if params is None:
+        unknown = sorted(set(kwargs) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise TypeError(f"unknown arguments {unknown}; valid: {sorted(cls.__dataclass_fields__)}")
+        params = cls(**kwargs)
+    return params
 
 
 def _check_array(value, shape, name) -> np.ndarray:

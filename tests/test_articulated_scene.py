@@ -308,3 +308,28 @@ def test_destroying_the_articulated_actor_removes_its_links():
     assert scene.get_num_actors() == 0 and not a.is_valid()
     with pytest.raises(KeyError):
         scene.get_actor(link)
+
+
+def test_single_dof_constraints_through_the_scene_match_the_oracle_and_refuse_bad_input():
+    scene, a = scene_with(chain_params())
+    rigid = scene.create_rigid_actor(shape=SHAPE, density=1000.0, world_from_local=mochi.TransformRT(translation=[5, 0, 0]))
+    with pytest.raises(ValueError, match="articulated actor"):
+        scene.create_articulated_single_dof_target_constraint(actor=rigid.get_handle(), joint_index=0)
+    with pytest.raises(ValueError, match="saturation"):
+        scene.create_articulated_single_dof_target_constraint(actor=a, joint_index=0, saturation=1.0)
+    with pytest.raises(ValueError, match="dof_index"):
+        scene.create_articulated_single_dof_range_constraint(actor=a, joint_index=1, dof_index=1)
+    with pytest.raises(ValueError, match="min_value"):
+        scene.create_articulated_single_dof_range_constraint(actor=a, joint_index=1, min_value=1.0, max_value=0.0)
+    assert a._oracle.drives == [] and a._oracle.ranges == []
+    scene.create_articulated_single_dof_target_constraint(art.ArticulatedSingleDofTargetConstraintParams(
+        actor=a.get_handle(), joint_index=1, target_value=0.4, stiffness=300.0, damping=2.0))
+    scene.create_articulated_single_dof_range_constraint(actor=a, joint_index=2, min_value=-0.1, max_value=0.1,
+                                                         stiffness=500.0)
+    oracle = ArticulatedOracle(art.build_model(chain_params()))
+    oracle.add_single_dof_target(1, 0, 0.4, 300.0, 2.0)
+    oracle.add_single_dof_range(2, 0, -0.1, 0.1, 500.0)
+    for _ in range(5):
+        scene.step(0.01)
+        oracle.step(0.01)
+    assert np.array_equal(a.get_articulated_pose(), oracle.q[0])

@@ -22,6 +22,7 @@ from .actor import ArticulatedActor, ArticulatedLinkActor
 from .kinematics import forward_kinematics
 from .model import build_model
 from .oracle import ArticulatedOracle
+from .params import ArticulatedSingleDofRangeConstraintParams, ArticulatedSingleDofTargetConstraintParams
 
 
 class ArticulationSystem(Potential):
@@ -110,3 +111,24 @@ class ArticulationSystem(Potential):
                 else:
                     actor._pending_set[target] = np.asarray(d["pending_set"])[src]
                     actor._pending_velocity[target] = np.asarray(d["pending_velocity"])[src]
+
+
+def add_single_dof_constraint(scene, params, kind: str):
+    """A single-DoF target (``kind`` "target") or range ("range") constraint on an articulated actor's DoF, from
+    the reference's params; all of it is checked before the actor changes. Returns the oracle's Drive /
+    RangeConstraint (the reference returns a Constraint handle)."""
+    cls = ArticulatedSingleDofTargetConstraintParams if kind == "target" else ArticulatedSingleDofRangeConstraintParams
+    if not isinstance(params, cls):
+        raise TypeError(f"expected {cls.__name__}, got {type(params).__name__}")
+    actor = scene.get_actor(params.actor)
+    if not isinstance(actor, ArticulatedActor):
+        raise ValueError(f"actor must be an articulated actor (or its handle), got {actor!r}")
+    if not float(params.saturation) < 0:
+        raise ValueError(f"saturation: saturated articulated constraints are not modelled; use < 0, got "
+                         f"{params.saturation}")
+    o = actor._oracle
+    if kind == "target":
+        return o.add_single_dof_target(params.joint_index, params.dof_index, params.target_value, params.stiffness,
+                                       params.damping)
+    return o.add_single_dof_range(params.joint_index, params.dof_index, params.min_value, params.max_value,
+                                  params.stiffness, params.damping)
