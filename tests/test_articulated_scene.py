@@ -6,6 +6,10 @@ Facts marked "1.0.1" were read from superdex-physics 1.0.1 (fp64) with tools/ref
 on 2026-12-05; the tests never import the reference.
 """
 
+import inspect
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -16,6 +20,7 @@ from superdex_gym.sim.params import IntegrationMethod
 
 JT = art.ArticulatedJointType
 SHAPE = mochi.create_box_mesh_shape([0.05, 0.2, 0.05])
+SURFACE = json.loads((Path(__file__).parent / "reference_data" / "api_surface.json").read_text())
 
 # 1.0.1: the Actor methods an articulated actor has (those of mochi_physics_double.Actor with "articulated", "dof",
 # "joint", "pose" or "nested" in their names that this engine implements; the others are listed in docs/engine.md).
@@ -73,13 +78,17 @@ def scene_with(params, method=IntegrationMethod.BACKWARD_EULER):
     return scene, scene.create_articulated_actor(params)
 
 
-def test_reference_method_names_exist():
+def test_reference_methods_exist_with_the_reference_arguments():
+    """Argument names (then only optional extras such as ``world``) as recorded from 1.0.1's Actor in
+    reference_data/api_surface.json."""
     scene, a = scene_with(five_joint_params())
-    assert [m for m in REFERENCE_METHODS if not callable(getattr(a, m, None))] == []
     link = scene.get_actor(a.get_nested_link_actors()[0])
-    assert [m for m in LINK_METHODS if not callable(getattr(link, m, None))] == []
-    for name in ("create_articulated_actor",):
-        assert callable(getattr(scene, name))
+    for obj, names in ((a, REFERENCE_METHODS), (link, LINK_METHODS)):
+        for name in names:
+            params = list(inspect.signature(getattr(obj, name)).parameters.values())
+            args = SURFACE["Actor"][name]["args"]
+            assert [p.name for p in params[:len(args)]] == args, name
+            assert all(p.default is not inspect.Parameter.empty for p in params[len(args):]), name
 
 
 def test_actor_counts_names_and_link_facts_match_the_reference():

@@ -276,9 +276,16 @@ class ArticulatedActor:
         o.controller = o.target_pose = o.target_pose_old = o._target_velocity = None
         self._pending_velocity = self._pending_set = None
 
-    def get_articulated_pose_controller_params(self) -> PoseControllerParams:
+    def get_articulated_pose_controller_params(self, out_params: PoseControllerParams | None = None):
+        """The controller's gains (``out_params``, a PoseControllerParams, is filled too)."""
         self._require_controller()
-        return copy.deepcopy(self._controller_params)
+        value = copy.deepcopy(self._controller_params)
+        if out_params is None:
+            return value
+        if not isinstance(out_params, PoseControllerParams):
+            raise TypeError(f"out_params must be a PoseControllerParams, got {type(out_params).__name__}")
+        out_params.__dict__.update(value.__dict__)
+        return out_params
 
     def _require_controller(self) -> None:
         self._check_alive()
