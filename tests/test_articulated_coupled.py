@@ -93,7 +93,7 @@ def test_coupled_gradient_matches_finite_differences():
     assert np.abs(grad).max() > 1.0  # in contact and off equilibrium: the check is not of zeros
 
     def e_at(x):
-        cc, rr, qq = coupled._move(c, r, qs, arts, x[None], np.ones(1), dyn)
+        cc, rr, qq = coupled._move(c, r, qs, arts, x[None], dyn)
         return coupled._evaluate(ctx_core, ctx_full, cc, rr, qq, arts, extra, size)[0][0]
 
     h = 1e-6
@@ -117,7 +117,7 @@ def test_coupled_hessian_is_the_chain_rule_without_the_kinematic_curvature():
     _, grad, hess, _ = coupled.row_terms(ctx_core, ctx_full, c, r, qs, arts, extra, size)
 
     def g_at(x):
-        cc, rr, qq = coupled._move(c, r, qs, arts, x[None], np.ones(1), dyn)
+        cc, rr, qq = coupled._move(c, r, qs, arts, x[None], dyn)
         return coupled.row_terms(ctx_core, ctx_full, cc, rr, qq, arts, extra, size)
 
     h = 1e-6

@@ -35,7 +35,7 @@ from ..step.integration import effective_tableau
 from . import worlds as per_world
 from .energy import total
 from .kinematics import add_delta, forward_kinematics, link_jacobians
-from .oracle import _ARMIJO
+from .oracle import _ARMIJO, minimize
 
 ABS_TOL, STEP_TOL, MAX_ITER = 1e-9, 1e-14, 100
 PATH_NAME = "numpy: generalized coordinates (articulated actors)"
@@ -97,13 +97,7 @@ def step(model, state, dt, solver, gravity, extra_potentials=(), held_plan=None)
         worlds = np.flatnonzero(np.all(keys == key[:, None], axis=0))
         _step_group(model, core, state, worlds, int(key[0]), key[1:], dt, solver, gravity, extra_potentials,
                     system, new0, report)
-    state.history = [new0] + state.history[:2]
-    state.num_history = np.minimum(state.num_history + 1, 3)
-    state.static_previous_com = new0.com_position.copy()
-    state.static_previous_rotation = new0.rotation.copy()
-    state.time = state.time + dt
-    state.last_dt = dt
-    state.status = report.status
+    pipeline.shift_history(state, new0, dt, report.status)
     return report
 
 
@@ -207,53 +201,37 @@ def _evaluate(ctx_core, ctx_full, c, r, qs, arts, extra, size):
     return energy + row_energy, grad, hess, placed
 
 
-def _move(c, r, qs, arts, direction, alpha, dyn):
-    """The iterate moved by alpha * direction: rigid rows by (dc, left dtheta), joint coordinates by q (+) dq."""
-    step_ = alpha[:, None] * direction
+def _move(c, r, qs, arts, step, dyn):
+    """The iterate moved by ``step`` (W, n): rigid rows by (dc, left dtheta), joint coordinates by q (+) dq."""
     c, r = c.copy(), r.copy()
     if dyn.size:
-        d6 = step_[:, :6 * dyn.size].reshape(-1, dyn.size, 6)
+        d6 = step[:, :6 * dyn.size].reshape(-1, dyn.size, 6)
         c[:, dyn] = c[:, dyn] + d6[..., :3]
         r[:, dyn] = lie.exp_so3(d6[..., 3:]) @ r[:, dyn]
-    new_qs = [add_delta(art.actor.model, q, step_[:, art.offset:art.offset + q.shape[1]]) for art, q in zip(arts, qs)]
+    new_qs = [add_delta(art.actor.model, q, step[:, art.offset:art.offset + q.shape[1]]) for art, q in zip(arts, qs)]
     return c, r, new_qs
+
+
+def _accept(e_trial, energy, g_trial, grad_norm, alpha, slope):
+    """Armijo on the energy, or a lower gradient norm: the default contact gradient is the reference's residual,
+    not the exact gradient of its energy (sim/contact/potential.py), which the rigid Newton's default
+    RESIDUAL_NORM search accepts on (the oracle's round-off rule is a special case)."""
+    return (e_trial <= energy + _ARMIJO * alpha * slope) | (np.linalg.norm(g_trial, axis=1) < grad_norm)
 
 
 def newton(ctx_core, ctx_full, c, r, qs, arts, extra, size):
     """Minimize the coupled stage energy; returns (c, r, qs, iterations per world)."""
     dyn = np.flatnonzero(~ctx_core.model.bodies.is_static)
-    qs = [q.copy() for q in qs]
-    num_worlds = c.shape[0]
-    active = np.ones(num_worlds, dtype=bool)
-    iterations = np.zeros(num_worlds, dtype=np.int64)
-    energy, grad, hess, (c, r) = _evaluate(ctx_core, ctx_full, c, r, qs, arts, extra, size)
-    for _ in range(MAX_ITER):
-        active &= np.max(np.abs(grad), axis=1) > ABS_TOL
-        if not np.any(active):
-            break
-        direction = -np.linalg.solve(hess, grad[..., None])[..., 0]
-        slope = np.einsum("wd,wd->w", grad, direction)
-        alpha = np.where(active, 1.0, 0.0)
-        grad_norm = np.linalg.norm(grad, axis=1)
-        for _ls in range(30):
-            tc, tr, tq = _move(c, r, qs, arts, direction, alpha, dyn)
-            e_trial, g_trial, h_trial, (tc, tr) = _evaluate(ctx_core, ctx_full, tc, tr, tq, arts, extra, size)
-            # Armijo on the energy, or a lower gradient norm: the default contact gradient is the reference's
-            # residual, not the exact gradient of its energy (sim/contact/potential.py), which the rigid Newton's
-            # default RESIDUAL_NORM search accepts on (the oracle's round-off rule is the special case)
-            lower = np.linalg.norm(g_trial, axis=1) < grad_norm
-            ok = (e_trial <= energy + _ARMIJO * alpha * slope) | lower
-            bad = active & ~ok & (alpha > 1e-12)
-            if not np.any(bad):
-                break
-            alpha = np.where(bad, 0.5 * alpha, alpha)
-        iterations += active
-        moved = np.max(np.abs(alpha[:, None] * direction), axis=1)
-        c = np.where(active[:, None, None], tc, c)
-        r = np.where(active[:, None, None, None], tr, r)
-        qs = [np.where(active[:, None], t, q) for t, q in zip(tq, qs)]
-        energy = np.where(active, e_trial, energy)
-        grad = np.where(active[:, None], g_trial, grad)
-        hess = np.where(active[:, None, None], h_trial, hess)
-        active &= moved > STEP_TOL
+
+    def evaluate(x):
+        energy, grad, hess, (cc, rr) = _evaluate(ctx_core, ctx_full, x[0], x[1], x[2], arts, extra, size)
+        return energy, grad, hess, (cc, rr, x[2])
+
+    def select(mask, trial, x):
+        return (np.where(mask[:, None, None], trial[0], x[0]), np.where(mask[:, None, None, None], trial[1], x[1]),
+                [np.where(mask[:, None], t, q) for t, q in zip(trial[2], x[2])])
+
+    (c, r, qs), iterations = minimize(evaluate, lambda x, step: _move(*x, arts, step, dyn), select,
+                                      (c, r, [q.copy() for q in qs]), c.shape[0], _accept, ABS_TOL, STEP_TOL,
+                                      MAX_ITER)
     return c, r, qs, iterations

@@ -305,38 +305,19 @@ class ArticulatedOracle:
     def _newton(self, stage: StageData, q0: np.ndarray, abs_tol, step_tol, max_iter):
         """Minimize the stage energy over q from q0; returns q and the Newton iterations per world."""
         m = self.model
-        q = q0.copy()
-        active = np.ones(self.num_worlds, dtype=bool)
-        iterations = np.zeros(self.num_worlds, dtype=np.int64)
-        energy, grad, hess = total(m, q, stage)
-        for _ in range(max_iter):
-            active &= np.max(np.abs(grad), axis=1) > abs_tol
-            if not np.any(active):
-                break
-            direction = -np.linalg.solve(hess, grad[..., None])[..., 0]
-            slope = np.einsum("wd,wd->w", grad, direction)
-            alpha = np.where(active, 1.0, 0.0)
-            grad_norm = np.linalg.norm(grad, axis=1)
-            for _ls in range(30):
-                trial = add_delta(m, q, alpha[:, None] * direction)
-                e_trial, g_trial, h_trial = total(m, trial, stage)
-                # Near the solution the energy change drops below its round-off, so a step that lowers the
-                # gradient there is accepted too (otherwise the search shrinks alpha and stalls the Newton).
-                flat = np.abs(e_trial - energy) <= _ENERGY_ROUND_OFF * (1.0 + np.abs(energy))
-                ok = (e_trial <= energy + _ARMIJO * alpha * slope) | (flat & (np.linalg.norm(g_trial, axis=1) < grad_norm))
-                bad = active & ~ok & (alpha > 1e-12)
-                if not np.any(bad):
-                    break
-                alpha = np.where(bad, 0.5 * alpha, alpha)
-            iterations += active
-            moved = np.max(np.abs(alpha[:, None] * direction), axis=1)
-            # the accepted trial's terms are the next iteration's (a world's own values only: worlds stay apart)
-            q = np.where(active[:, None], trial, q)
-            energy = np.where(active, e_trial, energy)
-            grad = np.where(active[:, None], g_trial, grad)
-            hess = np.where(active[:, None, None], h_trial, hess)
-            active &= moved > step_tol
-        return q, iterations
+
+        def evaluate(q):
+            return (*total(m, q, stage), q)
+
+        def accept(e_trial, energy, g_trial, grad_norm, alpha, slope):
+            # Near the solution the energy change drops below its round-off, so a step that lowers the
+            # gradient there is accepted too (otherwise the search shrinks alpha and stalls the Newton).
+            flat = np.abs(e_trial - energy) <= _ENERGY_ROUND_OFF * (1.0 + np.abs(energy))
+            return (e_trial <= energy + _ARMIJO * alpha * slope) | (flat & (np.linalg.norm(g_trial, axis=1) < grad_norm))
+
+        return minimize(evaluate, lambda q, step: add_delta(m, q, step),
+                        lambda mask, trial, q: np.where(mask[:, None], trial, q), q0.copy(), self.num_worlds, accept,
+                        abs_tol, step_tol, max_iter)
 
     def stage_end(self, start: _Snapshot, q: np.ndarray, dt_stage: float) -> _Snapshot:
         """The stage's end state at pose q: velocities are the stage's finite differences."""
@@ -363,3 +344,36 @@ class ArticulatedOracle:
     def _snapshot(self) -> _Snapshot:
         return _Snapshot(self.q.copy(), self.joint_velocity.copy(), self.link_velocity.copy(), self.link_f.copy(),
                          self.joint_lin.copy(), self.joint_f.copy())
+
+
+def minimize(evaluate, move, select, x, num_worlds: int, accept, abs_tol: float, step_tol: float, max_iter: int):
+    """Newton with a backtracking line search, per world: ``evaluate(x)`` -> (energy (W,), gradient (W, n),
+    Newton matrix (W, n, n), x as evaluated), ``move(x, step)`` the iterate moved by step (W, n),
+    ``select(mask, trial, x)`` trial where mask else x, ``accept(...)`` the line search's rule. A world stops once
+    its largest gradient entry is <= abs_tol or its step moved nothing by more than step_tol. Returns (x,
+    iterations per world); the accepted trial's terms are the next iteration's (a world's own values only)."""
+    active = np.ones(num_worlds, dtype=bool)
+    iterations = np.zeros(num_worlds, dtype=np.int64)
+    energy, grad, hess, x = evaluate(x)
+    for _ in range(max_iter):
+        active &= np.max(np.abs(grad), axis=1) > abs_tol
+        if not np.any(active):
+            break
+        direction = -np.linalg.solve(hess, grad[..., None])[..., 0]
+        slope = np.einsum("wd,wd->w", grad, direction)
+        alpha = np.where(active, 1.0, 0.0)
+        grad_norm = np.linalg.norm(grad, axis=1)
+        for _ls in range(30):
+            e_trial, g_trial, h_trial, trial = evaluate(move(x, alpha[:, None] * direction))
+            bad = active & ~accept(e_trial, energy, g_trial, grad_norm, alpha, slope) & (alpha > 1e-12)
+            if not np.any(bad):
+                break
+            alpha = np.where(bad, 0.5 * alpha, alpha)
+        iterations += active
+        moved = np.max(np.abs(alpha[:, None] * direction), axis=1)
+        x = select(active, trial, x)
+        energy = np.where(active, e_trial, energy)
+        grad = np.where(active[:, None], g_trial, grad)
+        hess = np.where(active[:, None, None], h_trial, hess)
+        active &= moved > step_tol
+    return x, iterations

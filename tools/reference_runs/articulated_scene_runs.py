@@ -22,18 +22,15 @@ from __future__ import annotations
 import json
 import sys
 
-from _common import box_mesh, init, mesh_shape, precision, reals, solver_params, solver_stats
-
-import numpy as np
+from _common import box_mesh, init, mesh_shape, precision, solver_params
+from articulated_runs import DT, TIGHT, run
 
 sdp = init()
 JT = sdp.ArticulatedJointType
 LINK_HALF = (0.05, 0.2, 0.05)
 BOX_HALF = (0.6, 0.2, 0.2)
 BOX_CENTER = (0.9, 1.2, 0.0)
-DT = 0.01
 STEPS = 60
-TIGHT = {"abs_tol": 1e-12, "rel_tol": 1e-12, "max_iter": 100}
 Q0_BOX = [1.2, 0.0, 0.0]
 ARM_TYPES = [(JT.REVOLUTE, [0, 0, 1]), (JT.REVOLUTE, [1, 0, 0]), (JT.REVOLUTE, [0, 0, 1]), (JT.REVOLUTE, [1, 0, 0]),
              (JT.PRISMATIC, [0, 1, 0])]
@@ -58,29 +55,13 @@ def chain(p, shape, types):
                for i in range(len(types))]
 
 
-def run(scene, actor, q0) -> dict:
-    n = actor.get_num_dofs()
-    actor.set_articulated_pose_from_joints(reals(q0))
-    pose, vel = reals(np.zeros(n)), reals(np.zeros(n))
-    poses, vels, stats = [], [], []
-    for _ in range(STEPS):
-        scene.step(DT)
-        actor.get_articulated_pose(pose)
-        actor.get_articulated_joint_velocities(vel)
-        poses.append(pose.tolist())
-        vels.append(vel.tolist())
-        stats.append(solver_stats(scene))
-    return {"q0": list(q0), "dt": DT, "steps": STEPS, "pose": poses, "joint_velocities": vels, "stats": stats,
-            "max_newton_iters": max(s["max_non_linear_iters"] for s in stats)}
-
-
 def chain_into_box(shape) -> dict:
     scene, p = scene_and_params("chain", [0, 2, 0])
     chain(p, shape, [(JT.REVOLUTE, [0, 0, 1])] * 3)
     actor = scene.create_articulated_actor(p)
     scene.create_rigid_actor(sdp.RigidActorParams(name="box", shape=mesh_shape(*box_mesh(BOX_HALF)), is_static=True,
                                                   world_from_local=sdp.TransformRT(translation=list(BOX_CENTER))))
-    return run(scene, actor, Q0_BOX)
+    return run(scene, actor, Q0_BOX, STEPS)
 
 
 def arm_holding_pose(shape) -> dict:
@@ -91,7 +72,7 @@ def arm_holding_pose(shape) -> dict:
         scene.create_articulated_single_dof_target_constraint(sdp.ArticulatedSingleDofTargetConstraintParams(
             actor=actor.get_handle(), joint_index=j, dof_index=0, target_value=target, stiffness=ARM_STIFFNESS,
             damping=ARM_DAMPING))
-    return run(scene, actor, Q0_ARM)
+    return run(scene, actor, Q0_ARM, STEPS)
 
 
 def main() -> None:
