@@ -342,3 +342,35 @@ def test_single_dof_constraints_through_the_scene_match_the_oracle_and_refuse_ba
         scene.step(0.01)
         oracle.step(0.01)
     assert np.array_equal(a.get_articulated_pose(), oracle.q[0])
+
+
+def test_target_velocity_and_reset_through_the_scene_match_the_oracle():
+    """The controller's target velocity override and reset act per step as the oracle's (which the fidelity tests
+    hold to the released engine), and a world's override leaves the other worlds alone."""
+    gains = art.PoseControllerParams(3)
+    for g in gains.joint_tracking:
+        g.stiffness, g.damping = 100.0, 8.0
+    scene, a = scene_with(chain_params())
+    scene.set_num_worlds(2)
+    oracle = ArticulatedOracle(art.build_model(chain_params()))
+    plain = ArticulatedOracle(art.build_model(chain_params()))
+    for o in (oracle, plain):
+        o.add_pose_controller(gains)
+    a.add_articulated_pose_controller(gains)
+    for k in range(6):
+        target = [0.1 * k, 0.05, -0.1]
+        a.set_articulated_target_pose(target)
+        oracle.set_target_pose(target)
+        plain.set_target_pose(target)
+        if k == 2:
+            a.set_articulated_target_velocity([0.5, 0.0, 0.0], world=0)
+            oracle.set_target_velocity([0.5, 0.0, 0.0])
+        if k == 4:
+            a.reset_articulated_target_pose(target, world=0)
+            oracle.reset_target_pose(target)
+        scene.step(0.01)
+        oracle.step(0.01)
+        plain.step(0.01)
+        assert np.array_equal(a.get_articulated_pose(world=0), oracle.q[0]), k
+        assert np.array_equal(a.get_articulated_pose(world=1), plain.q[0]), k
+    assert a.get_articulated_pose_controller_params().joint_tracking[0].stiffness == 100.0
