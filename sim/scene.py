@@ -521,6 +521,12 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         if len(set(rows.tolist())) != len(rows):
             names = [self._records[r].name for r in rows]
             raise ValueError(f"actors must be distinct (each gets one value), got {names}")
+        if self._nested:  # link rows follow their articulation: set its pose or joint velocities instead
+            links = [self._records[r].name for r in rows if isinstance(self._actors[self._records[r].handle],
+                                                                        ArticulatedLinkActor)]
+            if links:
+                raise ValueError(f"link actors {links} have no DoFs of their own: set their articulated actor's "
+                                 f"pose or joint velocities instead")
         return rows
 
     def get_actor_rows(self, actors) -> np.ndarray:

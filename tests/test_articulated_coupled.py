@@ -284,3 +284,29 @@ def test_solver_path_names_the_generalized_coordinate_step():
     assert scene.solver_path() == coupled.PATH_NAME
     scene.step(0.01)
     assert scene.get_solver_stats().max_non_linear_iters >= 1
+
+
+def test_batched_setters_refuse_link_actors_and_change_nothing():
+    scene, a, _, cube = box_scene()
+    link = scene.get_actor(a.get_nested_link_actors()[0])
+    before = scene.capture_state_to_bytes()
+    with pytest.raises(ValueError, match="no DoFs of their own"):
+        scene.set_actor_poses([cube, link], np.zeros((1, 2, 3)), np.tile([0.0, 0.0, 0.0, 1.0], (1, 2, 1)))
+    with pytest.raises(ValueError, match="no DoFs of their own"):
+        scene.set_actor_velocities([link], np.ones((1, 1, 3)), np.zeros((1, 1, 3)))
+    assert scene.capture_state_to_bytes() == before
+
+
+def test_link_contact_layers_filter_contact_as_for_rigid_actors():
+    """Links on their own layer, with that layer's contact against the box's layer turned off, fall through the
+    box; the same scene with the layers left on holds them up (test_chain_falls_onto_a_static_box_and_rests_on_it)."""
+    scene, a, box, _ = box_scene(cube=False)
+    for h in a.get_nested_link_actors():
+        scene.get_actor(h).set_contact_layer("arm")
+    scene.enable_layer_contact_symmetric("arm", box.get_layer(), False)
+    scene.set_step_warnings(False)  # the tunnelling check does not read layers: passing through is the point here
+    depths = []
+    for _ in range(40):
+        scene.step(0.01)
+        depths.append(_tip_depth_in_box(a, box))
+    assert max(depths) > 0.1
