@@ -140,22 +140,25 @@ class ArticulatedActor:
             raise ValueError(f"world_from_links must be {m.num_links} TransformRT (one per link)")
         rot = np.array([t.rotation_matrix for t in links])
         origin = np.array([t.translation_array for t in links])
+        root = m.parent < 0
+        up = np.maximum(m.parent, 0)
+        prot = np.where(root[:, None, None], m.root_rotation, rot[up])
+        pori = np.where(root[:, None], m.root_translation, origin[up])
+        frame = prot @ m.parent_rotation  # each joint's frame in the world
+        jrot = np.swapaxes(frame, -1, -2) @ rot  # the joint's rotation in its frame
+        base = pori + np.einsum("lij,lj->li", prot, m.parent_translation)
+        jtrans = np.einsum("lji,lj->li", frame, origin - np.einsum("lij,lj->li", rot, m.joint_to_link) - base)
+        logs = lie.log_so3(jrot)
         q = np.zeros(m.num_dofs)
-        for i, (jtype, info) in enumerate(zip(m.joint_type, m.dof_info)):
-            p = m.parent[i]
-            prot, pori = (m.root_rotation, m.root_translation) if p < 0 else (rot[p], origin[p])
-            frame = prot @ m.parent_rotation[i]
-            jrot = frame.T @ rot[i]  # the joint's rotation in its frame
-            jtrans = frame.T @ (origin[i] - rot[i] @ m.joint_to_link[i] - pori - prot @ m.parent_translation[i])
-            o = info.offset
-            if jtype == JT.REVOLUTE:
-                q[o] = lie.log_so3(jrot) @ m.axis[i]
-            elif jtype == JT.PRISMATIC:
-                q[o] = jtrans @ m.axis[i]
-            elif jtype == JT.SPHERICAL:
-                q[o:o + 3] = lie.log_so3(jrot)
-            elif jtype == JT.FREE:
-                q[o:o + 3], q[o + 3:o + 6] = jtrans, lie.log_so3(jrot)
+        offset = np.array([info.offset for info in m.dof_info], dtype=np.int64)
+        kind = np.array([t.value for t in m.joint_type])
+        rev, pri = kind == JT.REVOLUTE.value, kind == JT.PRISMATIC.value
+        q[offset[rev]] = np.einsum("li,li->l", logs[rev], m.axis[rev])
+        q[offset[pri]] = np.einsum("li,li->l", jtrans[pri], m.axis[pri])
+        sph, free = offset[kind == JT.SPHERICAL.value], offset[kind == JT.FREE.value]
+        q[sph[:, None] + np.arange(3)] = logs[kind == JT.SPHERICAL.value]
+        q[free[:, None] + np.arange(3)] = jtrans[kind == JT.FREE.value]
+        q[free[:, None] + np.arange(3, 6)] = logs[kind == JT.FREE.value]
         if not np.all(np.isfinite(q)):
             raise ValueError("world_from_links must be finite")
         return q
