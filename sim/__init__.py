@@ -9,6 +9,21 @@ advance in one call.
 
 from . import experimental, lie, utils
 from .actor import RigidActor
+from .articulated import (
+    ArticulatedActorParams,
+    ArticulatedCycleJointParams,
+    ArticulatedDofInfo,
+    ArticulatedJointFrictionParams,
+    ArticulatedJointParams,
+    ArticulatedJointType,
+    ArticulatedLinkParams,
+    ArticulatedShapeInfo,
+    ArticulatedSingleDofRangeConstraintParams,
+    ArticulatedSingleDofTargetConstraintParams,
+    PoseControllerParams,
+    PoseTrackingParams,
+)
+from .articulated.actor import ArticulatedActor, ArticulatedLinkActor
 from .assets_path import ASSETS_PATH
 from .contact.colliders import ColliderType
 from .contact.params import (

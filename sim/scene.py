@@ -21,6 +21,12 @@ from . import lie
 from .step import pipeline
 from .actor import RigidActor
 from .actor_queries import ActorQueryRegistry
+from .articulated.params import (
+    ArticulatedActorParams, ArticulatedSingleDofRangeConstraintParams, ArticulatedSingleDofTargetConstraintParams,
+)
+from .articulated import coupled
+from .articulated.actor import ArticulatedActor, ArticulatedLinkActor
+from .articulated.system import ArticulationSystem, add_single_dof_constraint
 from .constraints.system import ConstraintSceneMixin
 from .contact.system import ContactSceneMixin, ContactSystem
 from .geometry_types import SceneHandle
@@ -90,6 +96,8 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         self._tunnelling_ratio = np.zeros(1)  # (W,) of the last step
         self._contact_system = ContactSystem(self)
         self._extra_potentials.append(self._contact_system)
+        self._articulations = None  # ArticulationSystem, registered with the first articulated actor
+        self._nested: dict = {}  # handle -> ArticulatedActor or its link actors
         self.alive = True
 
     # --- identity ----------------------------------------------------------------------------------------------------
@@ -207,8 +215,58 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         self._mark_dirty()
         return actor
 
+    def create_articulated_actor(self, params=None, **kwargs):
+        """Create an articulated actor from an ``ArticulatedActorParams`` or its fields as keyword arguments. The
+        whole of it is validated first: on any error the scene is unchanged. Its links become actors of the scene
+        named ``<actor>/<link>`` (``get_nested_link_actors``)."""
+        if params is not None and kwargs:
+            raise TypeError("pass either an ArticulatedActorParams or keyword arguments, not both")
+        if params is None:
+            unknown = sorted(set(kwargs) - set(ArticulatedActorParams.__dataclass_fields__))
+            if unknown:
+                raise TypeError(f"create_articulated_actor got unknown arguments {unknown}")
+            params = ArticulatedActorParams(**kwargs)
+        system = self._articulations or ArticulationSystem(self)
+        actor, records, rows = system.create(params, self._next_actor_handle)  # validates before the scene changes
+        if self._articulations is None:
+            self._articulations = system
+            self._extra_potentials.append(system)
+        links = []
+        for i, (record, row) in enumerate(zip(records, rows)):
+            self._records.append(record)
+            self._state = _append_actor(self._state, *row)
+            links.append(ArticulatedLinkActor(self, record, actor, i))
+            self._actors[record.handle] = links[-1]
+        self._actor_status = np.concatenate(
+            [self._actor_status, np.full((self.num_worlds, len(links)), ConvergenceStatus.NOT_STARTED.value)], axis=1)
+        system.add(actor, links)
+        self._nested[actor.get_handle()] = actor
+        self._next_actor_handle += 1 + len(links)
+        self._mark_dirty()
+        for child, parent in enumerate(actor.model.parent):
+            if parent >= 0:  # adjacent links do not collide by default (enable_actor_contact_symmetric re-enables)
+                self.enable_actor_contact_symmetric(links[child], links[parent], False)
+        return actor
+
+    def create_articulated_single_dof_target_constraint(self, params=None, **kwargs):
+        """A drive on one DoF of an articulated actor: k/2 (q - target)^2 with damping (the reference's params or
+        their fields as keyword arguments; saturation must stay < 0)."""
+        return add_single_dof_constraint(self, _params_of(ArticulatedSingleDofTargetConstraintParams, params, kwargs),
+                                         "target")
+
+    def create_articulated_single_dof_range_constraint(self, params=None, **kwargs):
+        """A soft range [min_value, max_value] on one DoF of an articulated actor (saturation must stay < 0)."""
+        return add_single_dof_constraint(self, _params_of(ArticulatedSingleDofRangeConstraintParams, params, kwargs),
+                                         "range")
+
     def get_actor(self, actor):
         """The actor with handle ``actor`` (an actor is accepted too)."""
+        if isinstance(actor, ArticulatedActor):
+            if actor.get_scene() is not self:
+                raise ValueError(f"actor {actor.get_name()!r} belongs to another scene, not {self.name!r}")
+            actor = actor.get_handle()
+        if not isinstance(actor, RigidActor) and actor in self._nested:
+            return self._nested[actor]
         if isinstance(actor, RigidActor):
             if actor._scene is not self:  # handles count per scene: another scene's actor may share a handle
                 raise ValueError(f"actor {actor.get_name()!r} belongs to another scene, not {self.name!r}")
@@ -221,24 +279,38 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
             raise KeyError(f"no actor with handle {handle!r} in scene {self.name!r}") from None
 
     def get_actors(self) -> list:
-        return [self._actors[r.handle] for r in self._records]
+        """Rigid and link actors in model row order, then the articulated actors in creation order."""
+        return [self._actors[r.handle] for r in self._records] + list(self._nested.values())
 
     def find_actor(self, name: str):
         for r in self._records:
             if r.name == name:
                 return self._actors[r.handle]
-        return None
+        return next((a for a in self._nested.values() if a.get_name() == name), None)
 
     def for_each_actor(self, callback) -> None:
         for actor in self.get_actors():
             callback(actor)
 
     def get_num_actors(self) -> int:
-        return len(self._records)
+        """Rigid actors, articulated actors and their links (each link is an actor, as in the engine)."""
+        return len(self._records) + len(self._nested)
+
+    def get_articulated_actors(self) -> list:
+        return [] if self._articulations is None else list(self._articulations.actors)
 
     def destroy_actor(self, actor) -> None:
-        """Destroy ``actor`` (an actor or its handle)."""
+        """Destroy ``actor`` (an actor or its handle); an articulated actor goes with its links."""
         actor = self.get_actor(actor)
+        if isinstance(actor, ArticulatedActor):
+            self._destroy_articulated(actor)
+            return
+        if isinstance(actor, ArticulatedLinkActor):
+            raise ValueError(f"link actor {actor.get_name()!r} belongs to an articulated actor: destroy the "
+                             f"articulated actor (handle {actor.get_articulated_actor()}) instead")
+        self._destroy_row(actor)
+
+    def _destroy_row(self, actor) -> None:
         row = self._row_of(actor._record)
         for hook in list(self._destroy_hooks()):
             hook(actor, row)
@@ -248,6 +320,16 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         del self._actors[actor.get_handle()]
         self._state = _delete_actor(self._state, row)
         self._actor_status = np.delete(self._actor_status, row, axis=1)
+        self._mark_dirty()
+
+    def _destroy_articulated(self, actor) -> None:
+        for link in list(actor._link_actors):
+            self._destroy_row(link)
+        del self._nested[actor.get_handle()]
+        self._articulations.remove(actor)
+        if not self._articulations.actors:  # the scene's rigid solver path and its bits come back
+            self._extra_potentials.remove(self._articulations)
+            self._articulations = None
         self._mark_dirty()
 
     # --- queries ----------------------------------------------------------------------------------------------------
@@ -463,6 +545,12 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         if len(set(rows.tolist())) != len(rows):
             names = [self._records[r].name for r in rows]
             raise ValueError(f"actors must be distinct (each gets one value), got {names}")
+        if self._nested:  # link rows follow their articulation: set its pose or joint velocities instead
+            links = [self._records[r].name for r in rows if isinstance(self._actors[self._records[r].handle],
+                                                                        ArticulatedLinkActor)]
+            if links:
+                raise ValueError(f"link actors {links} have no DoFs of their own: set their articulated actor's "
+                                 f"pose or joint velocities instead")
         return rows
 
     def get_actor_rows(self, actors) -> np.ndarray:
@@ -524,6 +612,8 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         other work in kernels too, sim/step/fused.py), "compiled (per-stage step: <reason>)" (the compiled Newton
         per stage, sim/kernels/newton.py) or "numpy: <reason>" (docs/engine.md, "Solver paths"). Decided from the
         scene's composition and solver settings only."""
+        if self._nested:
+            return coupled.PATH_NAME
         path, detail = pipeline.solver_path(self._extra_potentials, self._solver.non_linear_solver)
         return pipeline.step_path_name(path, detail, self._solver)
 
@@ -553,7 +643,11 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
             start_com = self._state.current.com_position
             start_rot = self._state.current.rotation
             try:
-                report = pipeline.step(self._compiled_model(), self._state, dt)
+                if self._nested:  # a scene holding articulations steps in generalized coordinates
+                    report = coupled.step(self.get_model(), self._state, dt, self._solver, self._gravity,
+                                          self._extra_potentials)
+                else:
+                    report = pipeline.step(self._compiled_model(), self._state, dt)
             finally:
                 for pot in self._extra_potentials:
                     pot.after_solves(self)
@@ -711,6 +805,18 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
 
 
 # --- state array helpers -----------------------------------------------------------------------------------------
+
+
+def _params_of(cls, params, kwargs):
+    """``params``, or a ``cls`` built from keyword arguments (not both)."""
+    if params is not None and kwargs:
+        raise TypeError(f"pass either a {cls.__name__} or keyword arguments, not both")
+    if params is None:
+        unknown = sorted(set(kwargs) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise TypeError(f"unknown arguments {unknown}; valid: {sorted(cls.__dataclass_fields__)}")
+        params = cls(**kwargs)
+    return params
 
 
 def _check_array(value, shape, name) -> np.ndarray:

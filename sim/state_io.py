@@ -33,7 +33,7 @@ class StateStore:
         model = self._scene.compiled_model()
         if model is not None and self._layout_of[0] is model:
             return self._layout_of[1]
-        layout = tuple(r.handle for r in self._scene.actor_records())
+        layout = tuple(r.handle for r in self._scene.actor_records()) + tuple(self._scene._nested)
         if model is not None:
             self._layout_of = (model, layout)
         return layout

@@ -302,6 +302,55 @@ def _mujoco_offscreen(reps: int) -> dict:
     return {key: "cannot run headless here (" + "; ".join(errors) + ")"}
 
 
+# The arm of the articulated cases: 7 revolute joints (axes z, x, z, x, z, x, z) of 0.2 m links, then two
+# prismatic fingers on the last link; every DoF held at ARM_POSE by a single-DoF drive (stiffness 2000, damping 20).
+ARM_AXES = ([0, 0, 1], [1, 0, 0]) * 3 + ([0, 0, 1],)
+ARM_POSE = [0.3, -0.4, 0.2, 0.6, -0.1, 0.3, 0.5, 0.02, 0.02]
+
+
+def arm_scene(num_worlds: int, mod=mochi):
+    """The 7-joint arm with two fingers, in ``num_worlds`` worlds, on ``mod`` (this engine, or the released one in
+    tools/reference_runs/arm_speed.py: the same calls)."""
+    corners = np.array([[(1 if (i >> k) & 1 else -1) for k in range(3)] for i in range(8)], dtype=np.float64)
+    tris = np.array([[0, 2, 3], [0, 3, 1], [4, 5, 7], [4, 7, 6], [0, 1, 5], [0, 5, 4], [2, 6, 7], [2, 7, 3],
+                     [0, 4, 6], [0, 6, 2], [1, 3, 7], [1, 7, 5]], dtype=np.int32).ravel()
+    link, finger = (mod.create_tri_mesh_shape((corners * h).ravel(), tris) for h in ([0.04, 0.1, 0.04],
+                                                                                     [0.01, 0.04, 0.02]))
+    jt, tf = mod.ArticulatedJointType, mod.TransformRT
+    p = mod.ArticulatedActorParams(name="arm", world_from_root=tf(translation=[0, 1.5, 0]))
+    joints = [mod.ArticulatedJointParams(type=jt.REVOLUTE, axis=axis, parent_link_from_joint=tf(translation=[0, -0.1 if i else 0, 0]))
+              for i, axis in enumerate(ARM_AXES)]
+    joints += [mod.ArticulatedJointParams(type=jt.PRISMATIC, axis=[s, 0, 0], parent_link_from_joint=tf(translation=[0.03 * s, -0.1, 0]))
+               for s in (1, -1)]
+    links = [mod.ArticulatedLinkParams(parent_link=i - 1, shape=link, density=1000.0,
+                                       parent_joint_from_link=tf(translation=[0, -0.1, 0])) for i in range(7)]
+    links += [mod.ArticulatedLinkParams(parent_link=6, shape=finger, density=1000.0,
+                                        parent_joint_from_link=tf(translation=[0, -0.04, 0])) for _ in range(2)]
+    p.joints, p.links = joints, links
+    scene = mod.create_scene("arm")
+    arm = scene.create_articulated_actor(p)
+    for j, target in enumerate(ARM_POSE):
+        scene.create_articulated_single_dof_target_constraint(mod.ArticulatedSingleDofTargetConstraintParams(
+            actor=arm.get_handle(), joint_index=j, dof_index=0, target_value=target, stiffness=2000.0, damping=20.0))
+    arm.set_articulated_pose_from_joints(np.array(ARM_POSE))
+    if num_worlds > 1:
+        scene.set_num_worlds(num_worlds)
+    return scene, arm
+
+
+def case_arm(num_worlds: int, repeats: int, steps: int):
+    scene, _ = arm_scene(num_worlds)
+    for _ in range(3):  # settle under gravity against the drives first
+        scene.step(0.01)
+
+    def run():
+        for _ in range(steps):
+            scene.step(0.01)
+
+    rate = _median_rate(run, steps, repeats)
+    return {"engine steps/s": rate, "world-steps/s": rate * num_worlds}
+
+
 CASES = {
     "free bodies (10 boxes), W=1": lambda r, s: case_free_bodies(1, r, s),
     "free bodies (10 boxes), W=256": lambda r, s: case_free_bodies(256, r, max(5, s // 10)),
@@ -315,6 +364,9 @@ CASES = {
     "aligned 5-box stack settling, W=256": lambda r, s: case_contact("stack", 256, r, max(3, s // 10)),
     "20-body pile, W=1": lambda r, s: case_contact("pile", 1, r, max(5, s // 4)),
     "20-body pile, W=256": lambda r, s: case_contact("pile", 256, r, 2),
+    # the released engine's single-thread rate of the same arm: tools/reference_runs/arm_speed.py
+    "arm (7 joints + 2 fingers) holding a pose, W=1": lambda r, s: case_arm(1, r, max(5, s // 4)),
+    "arm (7 joints + 2 fingers) holding a pose, W=64": lambda r, s: case_arm(64, r, max(3, s // 20)),
 }
 
 

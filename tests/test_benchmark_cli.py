@@ -85,3 +85,18 @@ def test_pixel_cases_report_the_ratio_frames_and_mujoco(tmp_path):
     assert all(px[f"frames/s at {s}x{s} (64 worlds per kernel call)"] > 0 for s in (64, 84, 128))
     mujoco = px["MuJoCo offscreen 64x64 frames/s"]
     assert (isinstance(mujoco, float) and mujoco > 0) or "unavailable" in mujoco or "cannot run headless" in mujoco
+
+
+def test_arm_case_runs_and_its_worlds_hold_the_same_pose(tmp_path):
+    path = tmp_path / "arm.json"
+    name = "arm (7 joints + 2 fingers) holding a pose, W=1"
+    assert benchmark.main(["--only", name, "--repeats", "1", "--steps", "2", "--json", str(path), "--no-progress",
+                           "--skip-env"]) == 0
+    assert json.loads(path.read_text())["cases"][name]["world-steps/s"] > 0
+    scene, arm = benchmark.arm_scene(2)
+    assert arm.get_num_dofs() == 9 and len(arm.get_nested_link_actors()) == 9
+    for _ in range(3):
+        scene.step(0.01)
+    assert (arm.get_articulated_pose(world=0) == arm.get_articulated_pose(world=1)).all()
+    # drives of stiffness 2000 against the links' weight: held within a few hundredths of the targets
+    assert abs(arm.get_articulated_pose() - benchmark.ARM_POSE).max() < 0.05

@@ -70,6 +70,7 @@ class ArticulationModel:
     cycle_child_point: np.ndarray  # (C, 3) pivot in the child link frame (the inverse of joint_from_child_link)
     cycle_parent_point: np.ndarray  # (C, 3) anchor in the parent link frame: where the pivot is at the zero pose
     cycle_stiffness: np.ndarray  # (C,) N/m
+    link_records: tuple = ()  # (L,) the links' rigid actor records (scene_setup.ActorRecord, handle -1)
 
     @property
     def num_links(self) -> int:
@@ -129,7 +130,7 @@ def _check_cycles(cycles, links, parent):
     return out
 
 
-def _check_friction(f, where: str) -> ArticulatedJointFrictionParams:
+def check_friction(f, where: str) -> ArticulatedJointFrictionParams:
     if not isinstance(f, ArticulatedJointFrictionParams):
         raise TypeError(f"{where}: friction must be ArticulatedJointFrictionParams, got {type(f).__name__}")
     vals = {n: as_real(getattr(f, n), f"{where}: friction.{n}") for n in
@@ -237,7 +238,7 @@ def build_model(params: ArticulatedActorParams) -> ArticulationModel:
             axis = raw / norm
         if not isinstance(j.parent_link_from_joint, TransformRT):
             raise TypeError(f"{jwhere}: parent_link_from_joint must be a TransformRT")
-        fr = _check_friction(j.friction, jwhere)
+        fr = check_friction(j.friction, jwhere)
         inertia = 0.0 if j.inertia is None else as_real(j.inertia, f"{jwhere}: inertia")
         if not (math.isfinite(inertia) and inertia >= 0):
             raise ValueError(f"{jwhere}: inertia must be finite and >= 0, got {inertia}")
@@ -295,7 +296,8 @@ def build_model(params: ArticulatedActorParams) -> ArticulationModel:
         joint_velocities=velocities, cycle_parent=np.array([c[0] for c in cycles], dtype=np.int64),
         cycle_child=np.array([c[1] for c in cycles], dtype=np.int64),
         cycle_child_point=np.array([c[2] for c in cycles]).reshape(-1, 3),
-        cycle_parent_point=np.zeros((len(cycles), 3)), cycle_stiffness=np.array([c[3] for c in cycles], dtype=float))
+        cycle_parent_point=np.zeros((len(cycles), 3)), cycle_stiffness=np.array([c[3] for c in cycles], dtype=float),
+        link_records=tuple(records))
     if not cycles:
         return model
     # The anchor is the pivot's place in the parent link at the zero pose (the tree's rest configuration).

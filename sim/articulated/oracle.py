@@ -242,6 +242,21 @@ class ArticulatedOracle:
         dt = bounded_real(dt, "dt", 0.0, np.inf, low_open=True)
         if not isinstance(method, IntegrationMethod):
             raise TypeError(f"method must be an IntegrationMethod, got {method!r}")
+        tab, star = self.begin_step(dt, method)
+        stages, iterations = [], np.zeros(self.num_worlds, dtype=np.int64)
+        for i in range(tab.num_stages):
+            start = self.stage_start(i, tab, star, stages)
+            dt_stage = float(tab.stage_dt_factors[i]) * dt
+            stage = self.stage_data(start, dt_stage)
+            q, its = self._newton(stage, start.q, abs_tol, step_tol, max_iter)
+            stages.append(self.stage_end(start, q, dt_stage))
+            iterations += its
+        self.finish_step(tab, star, stages, iterations)
+
+    # --- the phases of a step (sim/articulated/coupled.py runs them around its own Newton) -------------------------
+    def begin_step(self, dt: float, method: IntegrationMethod):
+        """Restart the history if velocities were set from outside, fix the controller's terms for the step and
+        return (tableau, y*)."""
         if self._spin_dirty or not self._history:
             if self._spin_dirty:  # S for velocities set from outside, with the step's dt as the engine does
                 self.link_f = lie.skew(self.link_omega) + velocity_sym_for_spin(self.link_omega, dt)
@@ -254,13 +269,13 @@ class ArticulatedOracle:
             self.target_pose_old = add_delta(self.model, self.target_pose, -dt * self._target_velocity)
             self._target_velocity = None
         self._stage_controller = self._controller_terms()
-        star = self._combine(hist[0], tab.alpha[1:], hist[1:])
-        stages, iterations = [], np.zeros(self.num_worlds, dtype=np.int64)
-        for i in range(tab.num_stages):
-            start = star if i == 0 else self._combine(star, tab.a_tilde(i), stages)
-            end, its = self._solve_stage(start, float(tab.stage_dt_factors[i]) * dt, abs_tol, step_tol, max_iter)
-            stages.append(end)
-            iterations += its
+        return tab, self._combine(hist[0], tab.alpha[1:], hist[1:])
+
+    def stage_start(self, i: int, tab, star: _Snapshot, stages: list) -> _Snapshot:
+        return star if i == 0 else self._combine(star, tab.a_tilde(i), stages)
+
+    def finish_step(self, tab, star: _Snapshot, stages: list, iterations: np.ndarray) -> None:
+        """Combine the stages into the step's end state and shift the history."""
         self.last_iterations = iterations
         # b~ = (1,) (BE, BDF): the step ends at the stage itself, not at y* + 1 (Y - y*), which rounds differently
         single = tab.num_stages == 1 and float(tab.b_tilde[0]) == 1.0
@@ -273,51 +288,43 @@ class ArticulatedOracle:
         if self.controller is not None:  # the target reached this step is the next step's old target
             self.target_pose_old = self.target_pose.copy()
 
-    def _solve_stage(self, start: _Snapshot, dt_stage: float, abs_tol, step_tol, max_iter):
-        """Solve one stage of length dt_stage from ``start``; returns its end state (velocities are the stage's
-        finite differences) and the Newton iterations per world."""
+    def stage_data(self, start: _Snapshot, dt_stage: float) -> StageData:
+        """What stage of length dt_stage from ``start`` holds fixed."""
         m = self.model
         q0 = start.q
         rot0, _, com0 = forward_kinematics(m, q0)
         jrot0, jtrans0 = joint_transforms(m, q0)
-        stage = StageData(dt=dt_stage, q0=q0, link_pred_com=com0 + dt_stage * start.link_velocity,
-                          link_pred_rot=rot0 + dt_stage * (start.link_f @ rot0),
-                          joint_velocity0=start.joint_velocity, gravity=self.gravity,
-                          drives=self.drives + self._stage_controller[0], tracking=self._stage_controller[1],
-                          ranges=self.ranges, dof_loads=self.dof_loads,
-                          joint_pred_trans=jtrans0 + dt_stage * start.joint_lin,
-                          joint_pred_rot=jrot0 + dt_stage * (start.joint_f @ jrot0))
-        q = q0.copy()
-        active = np.ones(self.num_worlds, dtype=bool)
-        iterations = np.zeros(self.num_worlds, dtype=np.int64)
-        energy, grad, hess = total(m, q, stage)
-        for _ in range(max_iter):
-            active &= np.max(np.abs(grad), axis=1) > abs_tol
-            if not np.any(active):
-                break
-            direction = -np.linalg.solve(hess, grad[..., None])[..., 0]
-            slope = np.einsum("wd,wd->w", grad, direction)
-            alpha = np.where(active, 1.0, 0.0)
-            grad_norm = np.linalg.norm(grad, axis=1)
-            for _ls in range(30):
-                trial = add_delta(m, q, alpha[:, None] * direction)
-                e_trial, g_trial, h_trial = total(m, trial, stage)
-                # Near the solution the energy change drops below its round-off, so a step that lowers the
-                # gradient there is accepted too (otherwise the search shrinks alpha and stalls the Newton).
-                flat = np.abs(e_trial - energy) <= _ENERGY_ROUND_OFF * (1.0 + np.abs(energy))
-                ok = (e_trial <= energy + _ARMIJO * alpha * slope) | (flat & (np.linalg.norm(g_trial, axis=1) < grad_norm))
-                bad = active & ~ok & (alpha > 1e-12)
-                if not np.any(bad):
-                    break
-                alpha = np.where(bad, 0.5 * alpha, alpha)
-            iterations += active
-            moved = np.max(np.abs(alpha[:, None] * direction), axis=1)
-            # the accepted trial's terms are the next iteration's (a world's own values only: worlds stay apart)
-            q = np.where(active[:, None], trial, q)
-            energy = np.where(active, e_trial, energy)
-            grad = np.where(active[:, None], g_trial, grad)
-            hess = np.where(active[:, None, None], h_trial, hess)
-            active &= moved > step_tol
+        return StageData(dt=dt_stage, q0=q0, link_pred_com=com0 + dt_stage * start.link_velocity,
+                         link_pred_rot=rot0 + dt_stage * (start.link_f @ rot0),
+                         joint_velocity0=start.joint_velocity, gravity=self.gravity,
+                         drives=self.drives + self._stage_controller[0], tracking=self._stage_controller[1],
+                         ranges=self.ranges, dof_loads=self.dof_loads,
+                         joint_pred_trans=jtrans0 + dt_stage * start.joint_lin,
+                         joint_pred_rot=jrot0 + dt_stage * (start.joint_f @ jrot0))
+
+    def _newton(self, stage: StageData, q0: np.ndarray, abs_tol, step_tol, max_iter):
+        """Minimize the stage energy over q from q0; returns q and the Newton iterations per world."""
+        m = self.model
+
+        def evaluate(q):
+            return (*total(m, q, stage), q)
+
+        def accept(e_trial, energy, g_trial, grad_norm, alpha, slope):
+            # Near the solution the energy change drops below its round-off, so a step that lowers the
+            # gradient there is accepted too (otherwise the search shrinks alpha and stalls the Newton).
+            flat = np.abs(e_trial - energy) <= _ENERGY_ROUND_OFF * (1.0 + np.abs(energy))
+            return (e_trial <= energy + _ARMIJO * alpha * slope) | (flat & (np.linalg.norm(g_trial, axis=1) < grad_norm))
+
+        return minimize(evaluate, lambda q, step: add_delta(m, q, step),
+                        lambda mask, trial, q: np.where(mask[:, None], trial, q), q0.copy(), self.num_worlds, accept,
+                        abs_tol, step_tol, max_iter)
+
+    def stage_end(self, start: _Snapshot, q: np.ndarray, dt_stage: float) -> _Snapshot:
+        """The stage's end state at pose q: velocities are the stage's finite differences."""
+        m = self.model
+        q0 = start.q
+        rot0, _, com0 = forward_kinematics(m, q0)
+        jrot0, jtrans0 = joint_transforms(m, q0)
         rot1, _, com1 = forward_kinematics(m, q)
         jrot1, jtrans1 = joint_transforms(m, q)
         joint_f = (jrot1 - jrot0) / dt_stage @ np.swapaxes(jrot1, -1, -2)
@@ -332,8 +339,41 @@ class ArticulatedOracle:
         end = _Snapshot(q=q, joint_velocity=joint_velocity, link_velocity=(com1 - com0) / dt_stage,
                         link_f=(rot1 - rot0) / dt_stage @ np.swapaxes(rot1, -1, -2),
                         joint_lin=(jtrans1 - jtrans0) / dt_stage, joint_f=joint_f)
-        return end, iterations
+        return end
 
     def _snapshot(self) -> _Snapshot:
         return _Snapshot(self.q.copy(), self.joint_velocity.copy(), self.link_velocity.copy(), self.link_f.copy(),
                          self.joint_lin.copy(), self.joint_f.copy())
+
+
+def minimize(evaluate, move, select, x, num_worlds: int, accept, abs_tol: float, step_tol: float, max_iter: int):
+    """Newton with a backtracking line search, per world: ``evaluate(x)`` -> (energy (W,), gradient (W, n),
+    Newton matrix (W, n, n), x as evaluated), ``move(x, step)`` the iterate moved by step (W, n),
+    ``select(mask, trial, x)`` trial where mask else x, ``accept(...)`` the line search's rule. A world stops once
+    its largest gradient entry is <= abs_tol or its step moved nothing by more than step_tol. Returns (x,
+    iterations per world); the accepted trial's terms are the next iteration's (a world's own values only)."""
+    active = np.ones(num_worlds, dtype=bool)
+    iterations = np.zeros(num_worlds, dtype=np.int64)
+    energy, grad, hess, x = evaluate(x)
+    for _ in range(max_iter):
+        active &= np.max(np.abs(grad), axis=1) > abs_tol
+        if not np.any(active):
+            break
+        direction = -np.linalg.solve(hess, grad[..., None])[..., 0]
+        slope = np.einsum("wd,wd->w", grad, direction)
+        alpha = np.where(active, 1.0, 0.0)
+        grad_norm = np.linalg.norm(grad, axis=1)
+        for _ls in range(30):
+            e_trial, g_trial, h_trial, trial = evaluate(move(x, alpha[:, None] * direction))
+            bad = active & ~accept(e_trial, energy, g_trial, grad_norm, alpha, slope) & (alpha > 1e-12)
+            if not np.any(bad):
+                break
+            alpha = np.where(bad, 0.5 * alpha, alpha)
+        iterations += active
+        moved = np.max(np.abs(alpha[:, None] * direction), axis=1)
+        x = select(active, trial, x)
+        energy = np.where(active, e_trial, energy)
+        grad = np.where(active[:, None], g_trial, grad)
+        hess = np.where(active[:, None, None], h_trial, hess)
+        active &= moved > step_tol
+    return x, iterations

@@ -168,7 +168,13 @@ def step(cm: CompiledModel, state: State, dt: float) -> StepReport:
                 fused.run_group(group, cm, new_history0, report)
             else:
                 group.run(new_history0, report)
-    # Shift the history: the new completed step becomes y_n.
+    shift_history(state, new_history0, dt, report.status, full)
+    return report
+
+
+def shift_history(state: State, new_history0: Kinematics, dt: float, status: np.ndarray, full: bool = False) -> None:
+    """The new completed step becomes y_n (and the static actors' previous pose); ``full``: every world already
+    holds the longest history, so the counts stay as they are."""
     state.history = [new_history0] + state.history[:2]
     if not full:  # a new array (snapshots share the old one), unless no count changes
         state.num_history = np.minimum(state.num_history + 1, 3)
@@ -176,8 +182,7 @@ def step(cm: CompiledModel, state: State, dt: float) -> StepReport:
     state.static_previous_rotation = new_history0.rotation.copy()
     state.time = state.time + dt
     state.last_dt = dt
-    state.status = report.status
-    return report
+    state.status = status
 
 
 def _all_worlds(num_worlds: int) -> np.ndarray:

@@ -198,3 +198,17 @@ def emit(data: dict) -> None:
     data = {"build": precision(), **data}
     json.dump(data, sys.stdout, indent=1)
     sys.stdout.write("\n")
+
+
+def run_example(relative_path: str, verbose: bool = False) -> dict:
+    """Run one of our examples on the released engine: its one ``import superdex_gym.sim as mochi`` line becomes
+    ``import superdex.physics as mochi`` (the only difference, as the examples say); returns ``main``'s results."""
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / relative_path
+    ours, theirs = "import superdex_gym.sim as mochi\n", "import superdex.physics as mochi\n"
+    source = example.read_text()
+    assert source.count(ours) == 1
+    namespace = {"__file__": str(example), "__name__": "example"}
+    exec(compile(source.replace(ours, theirs), str(example), "exec"), namespace)  # noqa: S102 (our own example)
+    return namespace["main"](verbose=verbose)

@@ -8,18 +8,10 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
-from _common import precision
+from _common import precision, run_example
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "rigid_bodies_queries.py"
-OURS, THEIRS = "import superdex_gym.sim as mochi\n", "import superdex.physics as mochi\n"
-
-source = EXAMPLE.read_text()
-assert source.count(OURS) == 1
-namespace = {"__file__": str(EXAMPLE), "__name__": "example"}
-exec(compile(source.replace(OURS, THEIRS), str(EXAMPLE), "exec"), namespace)  # noqa: S102 (our own example)
-result = namespace["main"](verbose=False)
+result = run_example("examples/rigid_bodies_queries.py")
 result["cube_sdf_distances"] = [float(d) for d in result["cube_sdf_distances"]]
 result["build"] = precision()
 json.dump(result, sys.stdout, indent=1)

@@ -1,0 +1,237 @@
+"""The step of a scene that holds articulated actors: one Newton per world over the generalized DoF vector
+[6 per dynamic rigid actor | the joint coordinates of each articulation], every integration method.
+
+Links are rows of the scene's model like rigid actors (so contact, layers, pair filters, constraints and queries
+see them), but they own no DoFs: at every Newton iterate their poses are the forward kinematics of the joint
+coordinates, and each row potential's per-body gradient g and Hessian blocks H are pulled back through the link
+Jacobians J (W, 6, D): J^T g and J^T H J (couplings J_a^T B J_b). The dropped second-order term is
+sum_l g_l . d^2 x_l / dq^2, the curvature of the kinematics weighted by the contact force: it vanishes at
+rest-free contact and is indefinite in general, so leaving it out keeps the Newton matrix positive (semi)definite,
+as the released engine's Gauss-Newton does for the links' own inertia (sim/articulated/energy.py).
+
+The links' inertia, gravity and every joint term come from the articulation's oracle terms (energy.total); the
+rigid inertia, gravity and loads from the core potentials on a model where link rows are static (so they add
+nothing for links). The stage structure is the rigid pipeline's (`_GroupStep`) and the oracle's
+(begin_step / stage_start / stage_data / stage_end / finish_step), run side by side on the same tableau: the
+worlds are grouped by the shorter of their rigid and articulated history lengths. With no rigid actor and no
+contact, every row term is exactly zero and a world's bits are the oracle's.
+
+The Newton is the oracle's (sim/articulated/oracle.py): stop when the largest gradient entry is <= 1e-9 or the
+step moved nothing by more than 1e-14, at most 100 iterations, backtracking Armijo line search.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .. import lie
+from ..model import Kinematics, convergence_weights
+from ..params import ConvergenceStatus
+from ..solver.numpy_newton import evaluate_potentials
+from ..step import pipeline
+from ..step.integration import effective_tableau
+from . import worlds as per_world
+from .energy import total
+from .kinematics import add_delta, forward_kinematics, link_jacobians
+from .oracle import _ARMIJO, minimize
+
+ABS_TOL, STEP_TOL, MAX_ITER = 1e-9, 1e-14, 100
+PATH_NAME = "numpy: generalized coordinates (articulated actors)"
+
+
+@dataclass
+class _Art:
+    """One articulation in one world group: its sub-oracle, model rows of its links, DoF block, stage data."""
+
+    actor: object
+    sub: object
+    rows: np.ndarray
+    offset: int
+    stage: object = None
+    star: object = None
+    stages: list = None
+
+
+def _system(potentials):
+    """The scene's ArticulationSystem among its potentials (sim/articulated/system.py)."""
+    return next(p for p in potentials if hasattr(p, "link_rows"))
+
+
+def core_model(model, link_rows: np.ndarray):
+    """The scene's model with link rows static: the rigid inertia, gravity and loads then add nothing for links."""
+    cached = model.__dict__.get("_articulated_core")
+    if cached is not None:
+        return cached
+    static = model.bodies.is_static.copy()
+    static[link_rows] = True
+    b = model.bodies
+    bodies = replace(b, mass=np.where(static, 0.0, b.mass), is_static=static,
+                     second_moment=np.where(static[:, None, None], 0.0, b.second_moment),
+                     inertia=np.where(static[:, None, None], 0.0, b.inertia))
+    core = replace(model, bodies=bodies)
+    model.__dict__["_articulated_core"] = core  # frozen dataclass: the cache lives in its __dict__
+    return core
+
+
+def step(model, state, dt, solver, gravity, extra_potentials=(), held_plan=None) -> pipeline.StepReport:
+    """Advance every world by dt in place (the signature of `pipeline.step`)."""
+    system = _system(extra_potentials)
+    actors = system.actors
+    link_rows = np.concatenate([system.link_rows(a) for a in actors])
+    core = core_model(model, link_rows)
+    method = solver.integration_method
+    num_worlds = state.num_worlds
+    needed = effective_tableau(method, 3).num_history
+    counts = np.minimum(state.num_history, needed)
+    dirty = np.array([a._num_history == 0 for a in actors], dtype=np.int64).reshape(len(actors), num_worlds)
+    for a in actors:
+        counts = np.minimum(counts, np.maximum(np.minimum(a._num_history, needed), 1))
+    report = pipeline.StepReport(np.zeros(num_worlds, dtype=np.int64), 0, 0, 0.0,
+                                 np.zeros((num_worlds, model.bodies.num), dtype=np.int64), last_stages=[],
+                                 solver_path=PATH_NAME)
+    new0 = state.current.copy()
+    keys = np.vstack([counts[None, :], dirty])
+    for key in np.unique(keys, axis=1).T:
+        worlds = np.flatnonzero(np.all(keys == key[:, None], axis=0))
+        _step_group(model, core, state, worlds, int(key[0]), key[1:], dt, solver, gravity, extra_potentials,
+                    system, new0, report)
+    pipeline.shift_history(state, new0, dt, report.status)
+    return report
+
+
+def _step_group(model, core, state, worlds, count, dirty, dt, solver, gravity, extra, system, out, report):
+    tab = effective_tableau(solver.integration_method, count)
+    group = pipeline._GroupStep(core, state, worlds, tab, dt, solver, gravity, pipeline.CORE_POTENTIALS + tuple(extra))
+    hist = group.load_history()
+    star = group.step_start(hist)
+    group.static_motion(hist)
+    group.force_weight, group.torque_weight = convergence_weights(core.bodies, hist[0].rotation, gravity)
+    arts, offset = [], 6 * int(np.count_nonzero(~core.bodies.is_static))
+    for a, d in zip(system.actors, dirty):
+        sub = per_world.take(a._oracle, worlds, 0 if d else count)
+        sub.gravity[:] = gravity
+        a._apply_pending(sub, worlds, dt)
+        art = _Art(a, sub, system.link_rows(a), offset, stages=[])
+        _, art.star = sub.begin_step(dt, solver.integration_method)
+        arts.append(art)
+        offset += a.model.num_dofs
+    stages, iterations = [], np.zeros(len(worlds), dtype=np.int64)
+    for i in range(tab.num_stages):
+        dt_stage = dt * tab.stage_dt_factors[i]
+        starts = [art.sub.stage_start(i, tab, art.star, art.stages) for art in arts]
+        start = _with_links(group.stage_start(i, star, stages), arts, starts)
+        ctx = group.stage_context(i, start)
+        for art, s in zip(arts, starts):
+            art.stage = art.sub.stage_data(s, float(dt_stage))
+        guess_c, guess_r = group.initial_guess(i, ctx, hist[0] if i == 0 else stages[-1])
+        c, r, qs, its = newton(ctx, replace(ctx, model=model), guess_c, guess_r, [s.q for s in starts], arts,
+                               extra, offset)
+        iterations += its
+        for art, s, q in zip(arts, starts, qs):
+            art.stages.append(art.sub.stage_end(s, q, float(dt_stage)))
+        v, w, sym = pipeline.recover_velocity(c, r, start.com_position, start.rotation, ctx.stage_dt)
+        stages.append(Kinematics(c, r, v, w, sym))
+    report.last_stages.append((worlds, replace(ctx, model=model), c, r))
+    end = group.step_end(star, stages)
+    for art in arts:
+        art.sub.finish_step(tab, art.star, art.stages, iterations)
+        per_world.put(art.actor._oracle, worlds, art.sub)
+        art.actor._num_history[worlds] = min(count + 1, 3)
+    end = _with_links(end, arts, [art.sub for art in arts], end_state=True)
+    out.put(worlds, end)
+    report.num_stages += tab.num_stages
+    report.max_iterations = max(report.max_iterations, int(iterations.max(initial=0)))
+    converged = np.where(iterations < MAX_ITER * tab.num_stages, ConvergenceStatus.CONVERGED.value,
+                         ConvergenceStatus.STOPPED.value)
+    report.status[worlds] = converged
+    report.actor_status[worlds] = converged[:, None]
+
+
+def _with_links(kin: Kinematics, arts, states, end_state: bool = False) -> Kinematics:
+    """``kin`` with every link row at the forward kinematics of its articulation's state (a stage start snapshot,
+    or with ``end_state`` the sub-oracle after its step) and moving with its link velocities (S = sym part of F)."""
+    out = Kinematics(kin.com_position.copy(), kin.rotation.copy(), kin.linear_velocity.copy(),
+                     kin.angular_velocity.copy(), kin.velocity_sym.copy())
+    for art, s in zip(arts, states):
+        rot, _, com = forward_kinematics(art.actor.model, s.q)
+        out.com_position[:, art.rows] = com
+        out.rotation[:, art.rows] = rot
+        out.linear_velocity[:, art.rows] = s.link_velocity
+        out.angular_velocity[:, art.rows] = lie.axial(s.link_f)
+        out.velocity_sym[:, art.rows] = lie.sym(s.link_f)
+    return out
+
+
+def row_terms(ctx_core, ctx_full, c, r, qs, arts, extra, size):
+    """The row potentials (rigid inertia / gravity / loads, contact, constraints) at the rigid rows' (c, r) and the
+    links' forward kinematics of qs, pulled back to the generalized DoFs: energy (W,), J^T g (W, n), the
+    Gauss-Newton J^T H J plus couplings (W, n, n), and the rows' (c, r) with the links placed."""
+    c, r = c.copy(), r.copy()
+    num_worlds, num_rows = c.shape[:2]
+    proj = np.zeros((num_worlds, num_rows, 6, size))  # d(row increment) / d(generalized increment)
+    dyn = np.flatnonzero(~ctx_core.model.bodies.is_static)
+    proj[:, dyn, :, :6 * len(dyn)] = np.eye(6 * len(dyn)).reshape(len(dyn), 6, 6 * len(dyn))
+    for art, q in zip(arts, qs):
+        rot, _, com, jac = link_jacobians(art.actor.model, q)
+        c[:, art.rows], r[:, art.rows] = com, rot
+        proj[:, art.rows, :, art.offset:art.offset + q.shape[1]] = jac
+    core = evaluate_potentials(pipeline.CORE_POTENTIALS, ctx_core, c, r, True)
+    rows = evaluate_potentials(extra, ctx_full, c, r, True)
+    grad = np.einsum("wnkd,wnk->wd", proj, core.gradient + rows.gradient)
+    hess = np.einsum("wnkd,wnkm,wnme->wde", proj, core.hessian_diag + rows.hessian_diag, proj)
+    for cp in rows.couplings:
+        block = np.einsum("wpkd,wpkm,wpme->wde", proj[:, cp.body_a], cp.block, proj[:, cp.body_b])
+        hess += block + np.swapaxes(block, 1, 2)
+    return core.energy + rows.energy, grad, hess, (c, r)
+
+
+def _evaluate(ctx_core, ctx_full, c, r, qs, arts, extra, size):
+    """Energy (W,), gradient (W, n) and Newton matrix (W, n, n) of the coupled stage: the row terms plus each
+    articulation's own terms (energy.total) on its DoF block."""
+    row_energy, grad, hess, placed = row_terms(ctx_core, ctx_full, c, r, qs, arts, extra, size)
+    energy = np.zeros(c.shape[0])
+    for art, q in zip(arts, qs):
+        e, g, h = total(art.actor.model, q, art.stage)
+        sl = slice(art.offset, art.offset + q.shape[1])
+        energy = energy + e
+        grad[:, sl] = g + grad[:, sl]
+        hess[:, sl, sl] = h + hess[:, sl, sl]
+    return energy + row_energy, grad, hess, placed
+
+
+def _move(c, r, qs, arts, step, dyn):
+    """The iterate moved by ``step`` (W, n): rigid rows by (dc, left dtheta), joint coordinates by q (+) dq."""
+    c, r = c.copy(), r.copy()
+    if dyn.size:
+        d6 = step[:, :6 * dyn.size].reshape(-1, dyn.size, 6)
+        c[:, dyn] = c[:, dyn] + d6[..., :3]
+        r[:, dyn] = lie.exp_so3(d6[..., 3:]) @ r[:, dyn]
+    new_qs = [add_delta(art.actor.model, q, step[:, art.offset:art.offset + q.shape[1]]) for art, q in zip(arts, qs)]
+    return c, r, new_qs
+
+
+def _accept(e_trial, energy, g_trial, grad_norm, alpha, slope):
+    """Armijo on the energy, or a lower gradient norm: the default contact gradient is the reference's residual,
+    not the exact gradient of its energy (sim/contact/potential.py), which the rigid Newton's default
+    RESIDUAL_NORM search accepts on (the oracle's round-off rule is a special case)."""
+    return (e_trial <= energy + _ARMIJO * alpha * slope) | (np.linalg.norm(g_trial, axis=1) < grad_norm)
+
+
+def newton(ctx_core, ctx_full, c, r, qs, arts, extra, size):
+    """Minimize the coupled stage energy; returns (c, r, qs, iterations per world)."""
+    dyn = np.flatnonzero(~ctx_core.model.bodies.is_static)
+
+    def evaluate(x):
+        energy, grad, hess, (cc, rr) = _evaluate(ctx_core, ctx_full, x[0], x[1], x[2], arts, extra, size)
+        return energy, grad, hess, (cc, rr, x[2])
+
+    def select(mask, trial, x):
+        return (np.where(mask[:, None, None], trial[0], x[0]), np.where(mask[:, None, None, None], trial[1], x[1]),
+                [np.where(mask[:, None], t, q) for t, q in zip(trial[2], x[2])])
+
+    (c, r, qs), iterations = minimize(evaluate, lambda x, step: _move(*x, arts, step, dyn), select,
+                                      (c, r, [q.copy() for q in qs]), c.shape[0], _accept, ABS_TOL, STEP_TOL,
+                                      MAX_ITER)
+    return c, r, qs, iterations
