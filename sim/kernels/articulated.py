@@ -8,33 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import inner_kernel, kernel
+from ..jit import kernel
+from .fused import _exp
 from .so3 import matmul3
-
-_SMALL_ANGLE = 1e-4  # lie._SMALL_ANGLE: the Rodrigues coefficients' series below it
-
-
-@inner_kernel
-def _exp(x, y, z, out):
-    """Rodrigues' rotation of the rotation vector (x, y, z) into ``out`` (3, 3), as `lie.exp_so3_numpy`."""
-    angle_sq = (x * x + z * z) + y * y
-    angle = np.sqrt(angle_sq)
-    if angle < _SMALL_ANGLE:
-        a = (1.0 - angle_sq / 6.0) + (angle_sq * angle_sq) / 120.0
-        b = (0.5 - angle_sq / 24.0) + (angle_sq * angle_sq) / 720.0
-    else:
-        a = np.sin(angle) / angle
-        b = (1.0 - np.cos(angle)) / (angle * angle)
-    # I + a K + b K^2 with K = skew(x, y, z); K^2 = v v^T - |v|^2 I
-    out[0, 0] = 1.0 + b * (-(y * y) - z * z)
-    out[1, 1] = 1.0 + b * (-(x * x) - z * z)
-    out[2, 2] = 1.0 + b * (-(x * x) - y * y)
-    out[0, 1] = -a * z + b * x * y
-    out[1, 0] = a * z + b * x * y
-    out[0, 2] = a * y + b * x * z
-    out[2, 0] = -a * y + b * x * z
-    out[1, 2] = -a * x + b * y * z
-    out[2, 1] = a * x + b * y * z
 
 
 @kernel
@@ -44,16 +20,18 @@ def frames(parent, kind, axis, parent_rot, parent_trans, joint_to_link, root_rot
     (W, D); links in their parent-first order."""
     jr = np.empty((3, 3))
     jt = np.empty(3)
+    theta = np.empty(3)
     for w in range(q.shape[0]):
         for i in range(parent.shape[0]):
             o = offset[i]
             jt[:] = 0.0
             if kind[i] == 2:
-                _exp(q[w, o] * axis[i, 0], q[w, o] * axis[i, 1], q[w, o] * axis[i, 2], jr)
+                theta[0], theta[1], theta[2] = q[w, o] * axis[i, 0], q[w, o] * axis[i, 1], q[w, o] * axis[i, 2]
+                _exp(theta, jr)
             elif kind[i] == 3:
-                _exp(q[w, o], q[w, o + 1], q[w, o + 2], jr)
+                _exp(q[w, o:o + 3], jr)
             elif kind[i] == 0:
-                _exp(q[w, o + 3], q[w, o + 4], q[w, o + 5], jr)
+                _exp(q[w, o + 3:o + 6], jr)
                 jt[0], jt[1], jt[2] = q[w, o], q[w, o + 1], q[w, o + 2]
             else:
                 jr[:] = 0.0
