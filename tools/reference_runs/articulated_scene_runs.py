@@ -12,6 +12,7 @@ default contact parameters and gravity.
 
 * ``chain_into_box``: 3 revolute joints about z rooted at (0, 2, 0), each 0.4 m below the previous, started at
   Q0_BOX at rest: the chain falls onto a static box of half extents BOX_HALF centred at BOX_CENTER; STEPS steps.
+* ``chain_into_box_<method>``: the same with BDF2, DIRK22 and SYMPLECTIC_DIRK12 (BDF2 starts with BACKWARD_EULER).
 * ``folded_chain``: 4 revolute joints about z rooted at (0, 2, 0), no gravity, started at Q0_FOLDED: link 2 folds
   back along link 1 and link 3 lies inside link 0, so only non-adjacent links touch (self-contact); STEPS steps.
 * ``arm_holding_pose``: an arm-like chain rooted at (0, 1, 0): revolute z, revolute x, revolute z, revolute x,
@@ -43,9 +44,9 @@ ARM_STIFFNESS = 2000.0
 ARM_DAMPING = 20.0
 
 
-def scene_and_params(name, root):
+def scene_and_params(name, root, method=None):
     scene = sdp.create_scene(name)
-    scene.set_solver_params(solver_params(sdp.IntegrationMethod.BACKWARD_EULER, **TIGHT))
+    scene.set_solver_params(solver_params(method or sdp.IntegrationMethod.BACKWARD_EULER, **TIGHT))
     return scene, sdp.ArticulatedActorParams(name=name, world_from_root=sdp.TransformRT(translation=root))
 
 
@@ -58,8 +59,8 @@ def chain(p, shape, types):
                for i in range(len(types))]
 
 
-def chain_into_box(shape) -> dict:
-    scene, p = scene_and_params("chain", [0, 2, 0])
+def chain_into_box(shape, method=None) -> dict:
+    scene, p = scene_and_params("chain", [0, 2, 0], method)
     chain(p, shape, [(JT.REVOLUTE, [0, 0, 1])] * 3)
     actor = scene.create_articulated_actor(p)
     scene.create_rigid_actor(sdp.RigidActorParams(name="box", shape=mesh_shape(*box_mesh(BOX_HALF)), is_static=True,
@@ -94,6 +95,9 @@ def main() -> None:
            "arm": {"targets": ARM_TARGETS, "stiffness": ARM_STIFFNESS, "damping": ARM_DAMPING},
            "chain_into_box": chain_into_box(shape), "arm_holding_pose": arm_holding_pose(shape),
            "folded_chain": folded_chain(shape)}
+    im = sdp.IntegrationMethod
+    for method in (im.BDF2, im.DIRK22, im.SYMPLECTIC_DIRK12):
+        out[f"chain_into_box_{str(method).split('.')[-1].lower()}"] = chain_into_box(shape, method)
     json.dump(out, sys.stdout)
     sys.stdout.write("\n")
 
