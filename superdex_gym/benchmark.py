@@ -91,8 +91,12 @@ def _contact_scene(kind: str, num_worlds: int):
 
 
 def case_contact(kind: str, num_worlds: int, repeats: int, steps: int):
-    scene = _contact_scene(kind, num_worlds)
-    for _ in range(3):  # settle into contact first
+    return _settled_rate(_contact_scene(kind, num_worlds), num_worlds, repeats, steps)  # settled into contact first
+
+
+def _settled_rate(scene, num_worlds: int, repeats: int, steps: int) -> dict:
+    """Engine and world steps/s of ``scene`` after 3 settling steps (runs of ``steps`` steps of 0.01 s)."""
+    for _ in range(3):
         scene.step(0.01)
 
     def run():
@@ -339,16 +343,7 @@ def arm_scene(num_worlds: int, mod=mochi):
 
 
 def case_arm(num_worlds: int, repeats: int, steps: int):
-    scene, _ = arm_scene(num_worlds)
-    for _ in range(3):  # settle under gravity against the drives first
-        scene.step(0.01)
-
-    def run():
-        for _ in range(steps):
-            scene.step(0.01)
-
-    rate = _median_rate(run, steps, repeats)
-    return {"engine steps/s": rate, "world-steps/s": rate * num_worlds}
+    return _settled_rate(arm_scene(num_worlds)[0], num_worlds, repeats, steps)  # settled against the drives first
 
 
 CASES = {

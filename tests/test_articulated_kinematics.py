@@ -108,3 +108,26 @@ def test_rotvec_increment_jacobian_is_the_derivative_of_the_lie_increment():
         minus = lie.log_so3(lie.exp_so3(np.broadcast_to(-d, theta.shape)) @ lie.exp_so3(theta))
         # exact above 2e-2 rad; below it the engine's first-order form, off by |theta|^2/12 relative (< 1e-9 here)
         assert np.abs((plus - minus) / (2 * eps) - jinv[:, :, a]).max() < 1e-8
+
+
+def test_kernels_match_the_numpy_kinematics():
+    """The kinematics kernels (sim/kernels/articulated.py) against their numpy versions on every joint type, a
+    rotated root and joint frames, a branch, user CoMs, and rotation vectors below the series switch (1e-4 rad) and
+    at zero: agreement to a few ulps of the largest entry (different product orders only)."""
+    types = [(JT.FREE, [0, 0, 1]), (JT.SPHERICAL, [0, 0, 1]), (JT.PRISMATIC, [1, 0, 0]), (JT.REVOLUTE, [0, 1, 1]),
+             (JT.HARD, [0, 0, 1]), (JT.REVOLUTE, [1, 0, 0])]
+    tilt = mochi.Quaternion(0.05, 0.1, 0.0, float(np.sqrt(1 - 0.0125)))
+    p = art.ArticulatedActorParams(name="k", world_from_root=mochi.TransformRT(
+        mochi.Quaternion(0.1, -0.2, 0.3, 0.9273618495495703), [0.3, 2, 0]))
+    p.joints = [art.ArticulatedJointParams(type=t, axis=ax, parent_link_from_joint=mochi.TransformRT(
+        tilt, [0.1, -0.3 if i else 0.0, 0.02])) for i, (t, ax) in enumerate(types)]
+    p.links = [art.ArticulatedLinkParams(parent_link=i - 1 if i != 5 else 2, shape=SHAPE, mass=2.0,
+                                         center_of_mass=[0.01, 0.02, -0.01],
+                                         moment_of_inertia=[0.02, 0.0, 0.0, 0.01, 0.0, 0.02],
+                                         parent_joint_from_link=mochi.TransformRT(translation=[0, -0.2, 0]))
+               for i in range(6)]
+    model = art.build_model(p)
+    q = np.random.default_rng(0).normal(size=(5, model.num_dofs))
+    q[0, 3:6], q[1, 6:9] = 1e-6, 0.0
+    for ours, numpy_ in zip(kin.link_jacobians(model, q), kin.link_jacobians_numpy(model, q)):
+        np.testing.assert_allclose(ours, numpy_, rtol=0, atol=8 * np.finfo(float).eps * np.abs(numpy_).max())

@@ -34,6 +34,7 @@ REFERENCE_METHODS = [
     "set_articulated_joint_friction_params", "set_articulated_joint_inertia_params",
     "set_articulated_joint_velocities", "set_articulated_pose_from_joints", "set_articulated_pose_from_links",
     "set_articulated_target_pose", "set_articulated_target_velocity", "set_external_forces_on_dofs",
+    "set_articulated_pose_controller_params", "get_articulated_target_link_transforms", "get_dof_values",
 ]
 LINK_METHODS = ["get_articulated_actor", "get_articulated_jacobian", "is_nested_link_actor"]
 # 1.0.1, the five-joint chain below (FREE, SPHERICAL, PRISMATIC, REVOLUTE with limits [-0.5, 0.7], HARD) at pose Q and
@@ -374,3 +375,26 @@ def test_target_velocity_and_reset_through_the_scene_match_the_oracle():
         assert np.array_equal(a.get_articulated_pose(world=0), oracle.q[0]), k
         assert np.array_equal(a.get_articulated_pose(world=1), plain.q[0]), k
     assert a.get_articulated_pose_controller_params().joint_tracking[0].stiffness == 100.0
+
+
+def test_controller_gains_can_change_keeping_the_targets_and_target_links_follow_the_target():
+    gains = art.PoseControllerParams(3)
+    scene, a = scene_with(chain_params())
+    a.add_articulated_pose_controller(gains)
+    a.set_articulated_target_pose([0.2, -0.1, 0.3])
+    stiff = art.PoseControllerParams(3)
+    for g in stiff.joint_tracking:
+        g.stiffness = 500.0
+    bad = art.PoseControllerParams(2)
+    with pytest.raises(ValueError, match="joint_tracking"):
+        a.set_articulated_pose_controller_params(bad)
+    assert a.get_articulated_pose_controller_params().joint_tracking[0].stiffness == 0.0
+    a.set_articulated_pose_controller_params(stiff)
+    assert a.get_articulated_pose_controller_params().joint_tracking[2].stiffness == 500.0
+    assert a.get_articulated_target_pose().tolist() == [0.2, -0.1, 0.3]
+    targets = a.get_articulated_target_link_transforms()
+    a.set_articulated_pose_from_joints([0.2, -0.1, 0.3])
+    for t, l in zip(targets, a.get_articulated_link_transforms()):
+        assert np.array_equal(t.translation_array, l.translation_array)
+    out = np.zeros(2)
+    assert a.get_dof_values([2, 0], out) is out and out.tolist() == [0.3, 0.2]

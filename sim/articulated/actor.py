@@ -36,6 +36,16 @@ def _out(out, value: np.ndarray, name: str) -> np.ndarray:
     return out
 
 
+def _out_list(out, value: list, name: str) -> list:
+    """Fill the caller's list ``out`` (one entry per link) with ``value`` and return it, or return value."""
+    if out is None:
+        return value
+    if not isinstance(out, list) or len(out) != len(value):
+        raise ValueError(f"{name} must be a list of {len(value)} entries (one per link)")
+    out[:] = value
+    return out
+
+
 class ArticulatedActor:
     """One articulated actor (``Scene.create_articulated_actor``)."""
 
@@ -173,12 +183,7 @@ class ArticulatedActor:
         """World transforms of the link frames (a list of TransformRT; a given list is filled in place)."""
         rot, origin, _ = forward_kinematics(self.model, self._oracle.q[self._world(world)][None])
         value = [TransformRT.from_matrix(r, t) for r, t in zip(rot[0], origin[0])]
-        if out_world_from_links is None:
-            return value
-        if not isinstance(out_world_from_links, list) or len(out_world_from_links) != len(value):
-            raise ValueError(f"out_world_from_links must be a list of {len(value)} entries (one per link)")
-        out_world_from_links[:] = value
-        return out_world_from_links
+        return _out_list(out_world_from_links, value, "out_world_from_links")
 
     def link_jacobian(self, link: int, world: int = 0) -> np.ndarray:
         """(6, D): the link's (CoM velocity, angular velocity) per unit joint velocity, world frame."""
@@ -289,6 +294,35 @@ class ArticulatedActor:
             raise TypeError(f"out_params must be a PoseControllerParams, got {type(out_params).__name__}")
         out_params.__dict__.update(value.__dict__)
         return out_params
+
+    def set_articulated_pose_controller_params(self, params: PoseControllerParams) -> None:
+        """New gains for the existing controller; its targets stay (checked whole first: on error nothing changes)."""
+        self._require_controller()
+        o = self._oracle
+        kept = (o.controller, o.target_pose, o.target_pose_old, o._target_velocity)
+        o.controller = None
+        try:
+            o.add_pose_controller(params)
+        except (TypeError, ValueError):
+            o.controller = kept[0]
+            raise
+        finally:
+            o.target_pose, o.target_pose_old, o._target_velocity = kept[1], kept[2], kept[3]
+        self._controller_params = copy.deepcopy(params)
+
+    def get_articulated_target_link_transforms(self, out_world_from_targets=None, world: int = 0) -> list:
+        """World transforms of the link frames at the controller's target pose."""
+        self._require_controller()
+        rot, origin, _ = forward_kinematics(self.model, self._oracle.target_pose[self._world(world)][None])
+        value = [TransformRT.from_matrix(r, t) for r, t in zip(rot[0], origin[0])]
+        return _out_list(out_world_from_targets, value, "out_world_from_targets")
+
+    def get_dof_values(self, dof_indices, out_dof_values=None, world: int = 0) -> np.ndarray:
+        """Pose values of the listed DoFs."""
+        idx = np.asarray(dof_indices)
+        if idx.ndim != 1 or idx.dtype.kind not in "iu" or np.any((idx < 0) | (idx >= self.model.num_dofs)):
+            raise ValueError(f"dof_indices must be integers in [0, {self.model.num_dofs - 1}], got {dof_indices!r}")
+        return _out(out_dof_values, self._oracle.q[self._world(world), idx], "out_dof_values")
 
     def _require_controller(self) -> None:
         self._check_alive()

@@ -137,7 +137,7 @@ def link_terms(model, q, stage: StageData):
     rot, _, com, jac = link_jacobians(model, q)
     energy, g6, h6 = link_terms_cartesian(model, com, rot, stage)
     grad = np.einsum("wlkd,wlk->wd", jac, g6)
-    hess = np.einsum("wlkd,wlkm,wlme->wde", jac, h6, jac)
+    hess = (np.swapaxes(jac, -1, -2) @ h6 @ jac).sum(axis=1)  # matmuls: the three-operand einsum loops generically
     return energy, grad, hess
 
 

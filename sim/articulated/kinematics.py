@@ -17,6 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import lie
+from ..jit import kernel_array
+from ..kernels import articulated as kernels
 from .params import ArticulatedJointType as JT
 
 
@@ -51,8 +53,46 @@ def forward_kinematics(model, q: np.ndarray):
     return frames[0], frames[1], frames[2]
 
 
+def _kernel_arrays(model):
+    """The model's arrays as the kinematics kernels read them (built once per model)."""
+    cached = model.__dict__.get("_kinematics_arrays")
+    if cached is None:
+        subtree = np.array([_subtree(model, k) for k in range(model.num_links)]) > 0.5
+        cached = (kernel_array(model.parent, np.int64), kernel_array(np.array([t.value for t in model.joint_type]),
+                                                                     np.int64),
+                  kernel_array(model.axis), kernel_array(model.parent_rotation), kernel_array(model.parent_translation),
+                  kernel_array(model.joint_to_link), kernel_array(model.root_rotation),
+                  kernel_array(model.root_translation), kernel_array(model.com_local),
+                  kernel_array(np.array([d.offset for d in model.dof_info]), np.int64),
+                  kernel_array(subtree, np.bool_))
+        model.__dict__["_kinematics_arrays"] = cached  # frozen dataclass: the cache lives in its __dict__
+    return cached
+
+
 def _frames(model, q):
-    """FK plus each joint's world axes frame R_J (W, L, 3, 3) and its moved origin (W, L, 3)."""
+    """FK plus each joint's world axes frame R_J (W, L, 3, 3) and its moved origin (W, L, 3) (one kernel)."""
+    parent, kind, axis, prot, ptrans, j2l, root_rot, root_trans, com_local, offset, _ = _kernel_arrays(model)
+    q = kernel_array(q)
+    num_worlds = q.shape[0]
+    rot = np.empty((num_worlds, model.num_links, 3, 3))
+    origin = np.empty((num_worlds, model.num_links, 3))
+    com, frame_rot, joint_origin = np.empty_like(origin), np.empty_like(rot), np.empty_like(origin)
+    kernels.frames(parent, kind, axis, prot, ptrans, j2l, root_rot, root_trans, com_local, offset, q, rot, origin,
+                   com, frame_rot, joint_origin)
+    return rot, origin, com, frame_rot, joint_origin
+
+
+def link_jacobians(model, q: np.ndarray):
+    """FK and the world-frame link Jacobians (W, L, 6, D): rows (dc, dtheta) of each link's CoM and rotation."""
+    rot, origin, com, frame_rot, joint_origin = _frames(model, q)
+    _, kind, axis, _, _, _, _, _, _, offset, subtree = _kernel_arrays(model)
+    jac = np.empty((rot.shape[0], model.num_links, 6, model.num_dofs))
+    kernels.jacobians(kind, axis, offset, subtree, frame_rot, joint_origin, com, jac)
+    return rot, origin, com, jac
+
+
+def _frames_numpy(model, q):
+    """`_frames` in numpy only (the kernel's oracle, tests/test_articulated_kinematics.py)."""
     jrot, jtrans = joint_transforms(model, q)
     num_worlds = jrot.shape[0]
     rot = np.empty((num_worlds, model.num_links, 3, 3))
@@ -72,9 +112,9 @@ def _frames(model, q):
     return rot, origin, com, frame_rot, joint_origin
 
 
-def link_jacobians(model, q: np.ndarray):
-    """FK and the world-frame link Jacobians (W, L, 6, D): rows (dc, dtheta) of each link's CoM and rotation."""
-    rot, origin, com, frame_rot, joint_origin = _frames(model, q)
+def link_jacobians_numpy(model, q: np.ndarray):
+    """`link_jacobians` in numpy only (the kernel's oracle, tests/test_articulated_kinematics.py)."""
+    rot, origin, com, frame_rot, joint_origin = _frames_numpy(model, q)
     num_worlds = rot.shape[0]
     jac = np.zeros((num_worlds, model.num_links, 6, model.num_dofs))
     for k, (jtype, info) in enumerate(zip(model.joint_type, model.dof_info)):

@@ -12,6 +12,9 @@ default contact parameters and gravity.
 
 * ``chain_into_box``: 3 revolute joints about z rooted at (0, 2, 0), each 0.4 m below the previous, started at
   Q0_BOX at rest: the chain falls onto a static box of half extents BOX_HALF centred at BOX_CENTER; STEPS steps.
+* ``chain_into_box_<method>``: the same with BDF2, DIRK22 and SYMPLECTIC_DIRK12 (BDF2 starts with BACKWARD_EULER).
+* ``folded_chain``: 4 revolute joints about z rooted at (0, 2, 0), no gravity, started at Q0_FOLDED: link 2 folds
+  back along link 1 and link 3 lies inside link 0, so only non-adjacent links touch (self-contact); STEPS steps.
 * ``arm_holding_pose``: an arm-like chain rooted at (0, 1, 0): revolute z, revolute x, revolute z, revolute x,
   prismatic y (a finger), each with a single-DoF target constraint (ARM_TARGETS, stiffness ARM_STIFFNESS, damping
   ARM_DAMPING), started at Q0_ARM at rest; STEPS steps.
@@ -32,6 +35,7 @@ BOX_HALF = (0.6, 0.2, 0.2)
 BOX_CENTER = (0.9, 1.2, 0.0)
 STEPS = 60
 Q0_BOX = [1.2, 0.0, 0.0]
+Q0_FOLDED = [0.0, 0.0, 3.1, 0.0]
 ARM_TYPES = [(JT.REVOLUTE, [0, 0, 1]), (JT.REVOLUTE, [1, 0, 0]), (JT.REVOLUTE, [0, 0, 1]), (JT.REVOLUTE, [1, 0, 0]),
              (JT.PRISMATIC, [0, 1, 0])]
 ARM_TARGETS = [0.3, -0.5, 0.2, 0.8, 0.05]
@@ -40,9 +44,9 @@ ARM_STIFFNESS = 2000.0
 ARM_DAMPING = 20.0
 
 
-def scene_and_params(name, root):
+def scene_and_params(name, root, method=None):
     scene = sdp.create_scene(name)
-    scene.set_solver_params(solver_params(sdp.IntegrationMethod.BACKWARD_EULER, **TIGHT))
+    scene.set_solver_params(solver_params(method or sdp.IntegrationMethod.BACKWARD_EULER, **TIGHT))
     return scene, sdp.ArticulatedActorParams(name=name, world_from_root=sdp.TransformRT(translation=root))
 
 
@@ -55,13 +59,20 @@ def chain(p, shape, types):
                for i in range(len(types))]
 
 
-def chain_into_box(shape) -> dict:
-    scene, p = scene_and_params("chain", [0, 2, 0])
+def chain_into_box(shape, method=None) -> dict:
+    scene, p = scene_and_params("chain", [0, 2, 0], method)
     chain(p, shape, [(JT.REVOLUTE, [0, 0, 1])] * 3)
     actor = scene.create_articulated_actor(p)
     scene.create_rigid_actor(sdp.RigidActorParams(name="box", shape=mesh_shape(*box_mesh(BOX_HALF)), is_static=True,
                                                   world_from_local=sdp.TransformRT(translation=list(BOX_CENTER))))
     return run(scene, actor, Q0_BOX, STEPS)
+
+
+def folded_chain(shape) -> dict:
+    scene, p = scene_and_params("folded", [0, 2, 0])
+    scene.set_gravity([0.0, 0.0, 0.0])
+    chain(p, shape, [(JT.REVOLUTE, [0, 0, 1])] * 4)
+    return run(scene, scene.create_articulated_actor(p), Q0_FOLDED, STEPS)
 
 
 def arm_holding_pose(shape) -> dict:
@@ -82,7 +93,11 @@ def main() -> None:
                   "abs_tol = rel_tol = 1e-12, max_iter 100; pose and joint velocities after every step",
            "link_half_extents": list(LINK_HALF), "box_half_extents": list(BOX_HALF), "box_center": list(BOX_CENTER),
            "arm": {"targets": ARM_TARGETS, "stiffness": ARM_STIFFNESS, "damping": ARM_DAMPING},
-           "chain_into_box": chain_into_box(shape), "arm_holding_pose": arm_holding_pose(shape)}
+           "chain_into_box": chain_into_box(shape), "arm_holding_pose": arm_holding_pose(shape),
+           "folded_chain": folded_chain(shape)}
+    im = sdp.IntegrationMethod
+    for method in (im.BDF2, im.DIRK22, im.SYMPLECTIC_DIRK12):
+        out[f"chain_into_box_{str(method).split('.')[-1].lower()}"] = chain_into_box(shape, method)
     json.dump(out, sys.stdout)
     sys.stdout.write("\n")
 
