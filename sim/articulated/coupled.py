@@ -75,8 +75,9 @@ def core_model(model, link_rows: np.ndarray):
     return core
 
 
-def step(model, state, dt, solver, gravity, extra_potentials=(), held_plan=None) -> pipeline.StepReport:
-    """Advance every world by dt in place (the signature of `pipeline.step`)."""
+def step(model, state, dt, solver, gravity, extra_potentials=()) -> pipeline.StepReport:
+    """Advance every world by dt in place: a scene holding articulations (`Scene.step` calls this instead of
+    `pipeline.step`)."""
     system = _system(extra_potentials)
     actors = system.actors
     link_rows = np.concatenate([system.link_rows(a) for a in actors])
