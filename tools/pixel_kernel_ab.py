@@ -5,8 +5,9 @@
 The reference `raster_kernel.py` is read from git at ``--ref`` into a temporary module, fed the arrays the current
 `WorldsView` prepares (minus the flags it did not know), and timed alternately with the current kernel on the same
 stepped Push worlds (median of ``--repeats`` calls per kernel, every call drawing every world). The frames of both are
-then compared over a set of scenes (every task, three sizes, several steps of random actions): rgb pixels that
-differ, the largest channel difference, and whether depth and segmentation are equal.
+then compared over a set of scenes (every task; 64, 84, 96 and 128 pixels; the task, front and top cameras; default
+and randomized looks; 12 steps of random actions): rgb pixels that differ, the largest channel difference, and
+whether depth and segmentation are equal.
 """
 
 from __future__ import annotations
@@ -75,14 +76,27 @@ def stepped_worlds(env_id: str, num_worlds: int, steps: int, seed: int = 0):
     return venv
 
 
-def view_of(worlds, size: int, per_world_cache: bool):
+def view_of(worlds, size: int, per_world_cache: bool, camera: str = "task"):
     from superdex_gym.envs.core.pixels import task_camera
     from superdex_gym.envs.rendering.batch_view import WorldsView
     from superdex_gym.envs.rendering.shading import ShadingParams
 
-    camera = task_camera(worlds.task, "task", size, size)
+    camera = task_camera(worlds.task, camera, size, size)
     return WorldsView(worlds, camera, ShadingParams(shadow_map_size=int(np.clip(size, 64, 256))),
                       empty_depth=camera.far_m, cache_per_world=per_world_cache)
+
+
+def randomized_looks(worlds, view, seed: int):
+    """Per-world looks drawn as ``randomize=True`` draws them (colours, light, camera pose)."""
+    from superdex_gym.envs.core.pixels import PixelObservations
+
+    pixels = PixelObservations(worlds, "rgb", (view.camera.height, view.camera.width), randomize=True)
+    pixels.camera = view.camera
+    rngs = [np.random.default_rng([seed, w]) for w in range(worlds.num_worlds)]
+    pixels.looks = view.default_looks(worlds.num_worlds)
+    pixels.view = view
+    pixels.randomize_worlds(np.arange(worlds.num_worlds), rngs)
+    return pixels.looks
 
 
 def main(argv=None) -> None:
@@ -126,19 +140,23 @@ def main(argv=None) -> None:
                    "SuperDex/Stack3-v0", "SuperDex/Throw-v0"):
         venv = stepped_worlds(env_id, 8, 0, seed=5)
         worlds = venv.unwrapped.worlds if hasattr(venv, "unwrapped") else venv.worlds
-        views = {size: view_of(worlds, size, per_world_cache=True) for size in (64, 84, 128)}
+        cases = [(64, "task", False), (84, "task", False), (128, "task", False), (64, "front", True),
+                 (96, "top", True), (64, "task", True)]
+        views = {case: view_of(worlds, case[0], per_world_cache=True, camera=case[1]) for case in cases}
         counts = []
         for step in range(12):
-            for size, v in views.items():
-                looks = v.default_looks(worlds.num_worlds)
+            for (size, camera, randomize), v in views.items():
+                # randomized looks: new ones every 4 steps (as at resets), the same in between (the kept layers)
+                looks = randomized_looks(worlds, v, step // 4) if randomize else v.default_looks(worlds.num_worlds)
                 a, b = reference_frames(ref, v, looks), v.render(looks)
                 differs = np.any(a[0] != b[0], axis=-1)
                 counts.append(int(differs.sum()))
                 worst = max(worst, int(np.abs(a[0].astype(int) - b[0].astype(int)).max()))
                 if not (np.array_equal(a[1], b[1]) and np.array_equal(a[2], b[2])):
-                    print(f"  {env_id} {size}: depth or segmentation differ")
+                    print(f"  {env_id} {size} {camera} {randomize}: depth or segmentation differ")
             venv.step(np.random.default_rng(step).uniform(-1, 1, (8, 4)).astype(np.float32))
-        print(f"  {env_id}: {len(counts)} frames x 8 worlds, rgb pixels differing per frame batch: max {max(counts)}")
+        print(f"  {env_id}: {len(counts)} calls of 8 worlds (sizes 64-128, cameras task / front / top, default and "
+              f"randomized looks), rgb pixels differing per call: max {max(counts)}")
     print(f"largest channel difference: {worst}")
 
 

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from superdex_gym.sim import lie
 from superdex_gym.sim.context import worker_threads
 from superdex_gym.sim.jit import kernel_array
 
@@ -129,10 +128,12 @@ class WorldsView:
         """``(rgb (K, H, W, 3) uint8, depth (K, H, W) float32 [m], segmentation (K, H, W) int32)`` of ``worlds``
         (K indices, default all) in one kernel call; ``looks`` has one row per world of the scene. Without
         ``want_rgb`` the rgb array is left unwritten, without ``want_geometry`` the depth and segmentation ones."""
-        pos, quat = self.worlds.scene.get_actor_poses(self.actors)
+        # the rotation matrices as the engine keeps them (a quaternion round trip would cost more than the frame)
+        pos = self.worlds.scene.get_actor_translations(self.actors)
+        rot = self.worlds.scene.get_actor_rotations(self.actors)
         goal = self.worlds.goal
         if worlds is not None:
-            pos, quat, goal = pos[worlds], quat[worlds], goal[worlds]
+            pos, rot, goal = pos[worlds], rot[worlds], goal[worlds]
             looks = Looks(*(getattr(looks, f)[worlds] for f in Looks.__dataclass_fields__))
         k = pos.shape[0]
         task = self.worlds.task
@@ -154,7 +155,7 @@ class WorldsView:
                 self._make_cache(threads)
             bounds = np.linspace(0, k, max(threads, 1) + 1).astype(int)
             slots = np.repeat(np.arange(len(bounds) - 1, dtype=np.int64), np.diff(bounds))
-        per_world = [kernel_array(pos), kernel_array(lie.quat_to_matrix(quat)), kernel_array(looks.actor_albedo),
+        per_world = [kernel_array(pos), kernel_array(rot), kernel_array(looks.actor_albedo),
                      kernel_array(centres), kernel_array(looks.marker_albedo), kernel_array(looks.checker),
                      kernel_array(looks.light), kernel_array(looks.background), kernel_array(looks.cam_eye),
                      kernel_array(looks.cam_rot), slots, rgb, depth, seg]

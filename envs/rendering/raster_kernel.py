@@ -37,6 +37,18 @@ BLOCK = 4  # shadow-map texels per side of a block marked when a caster triangle
 
 
 @inner_kernel
+def _edge_span(a, b, c, y_centre, lo, hi):
+    """The span [lo, hi] of a row at ``y_centre`` narrowed to the inside of edge a x + b y + c >= 0; True when a
+    horizontal edge leaves the row outside."""
+    rest = b * y_centre + c
+    if a > 0:
+        return max(lo, -rest / a), hi, False
+    if a < 0:
+        return lo, min(hi, -rest / a), False
+    return lo, hi, rest < 0 or (rest == 0 and b < 0)
+
+
+@inner_kernel
 def _raster_triangle(x0, y0, x1, y1, x2, y2, q0, q1, q2, tri_id, width, height, zq, zid):
     """Z-buffer one triangle (screen corners, nearness per corner) into ``zq`` / ``zid`` (flat, width * height):
     a fragment wins where its float32 nearness is larger, or equal with a larger id (raster.resolve_nearest's key);
@@ -64,16 +76,10 @@ def _raster_triangle(x0, y0, x1, y1, x2, y2, q0, q1, q2, tri_id, width, height, 
     row = row_first
     while row <= row_last:
         y_centre = row + 0.5
-        lo, hi, blocked = x_min, x_max, False
-        for k in range(3):
-            a, b, c = (a0, b0, c0) if k == 0 else ((a1, b1, c1) if k == 1 else (a2, b2, c2))
-            rest = b * y_centre + c
-            if a > 0:
-                lo = max(lo, -rest / a)
-            elif a < 0:
-                hi = min(hi, -rest / a)
-            elif rest < 0 or (rest == 0 and b < 0):
-                blocked = True
+        lo, hi, blocked0 = _edge_span(a0, b0, c0, y_centre, x_min, x_max)
+        lo, hi, blocked1 = _edge_span(a1, b1, c1, y_centre, lo, hi)
+        lo, hi, blocked2 = _edge_span(a2, b2, c2, y_centre, lo, hi)
+        blocked = blocked0 or blocked1 or blocked2
         col_first = max(np.ceil(lo - 0.5), 0.0)
         col_last = min(np.ceil(hi - 0.5) - 1.0, width - 1.0)
         count = int(col_last - col_first + 1)
