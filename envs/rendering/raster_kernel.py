@@ -16,6 +16,16 @@ the same arithmetic, so a frame equals the numpy renderer's to within rounding (
 Per-world inputs (actor poses, colours, light direction, camera pose, marker centres) let domain randomization
 change any of them per world; the meshes are shared. Worlds are drawn one after another in a fixed order, so the
 bytes of a world's frame do not depend on the other worlds.
+
+Most of a frame does not change between steps, so the kernel keeps, per world, what only the camera, light,
+colours, static poses or goals decide, and redraws it only when one of those changes (compared exactly): the static
+actors' z-buffer and their frame in full sun, and each goal marker's layer. A frame is then that static frame with
+the moving triangles z-buffered over it (a z-buffer keeps the largest (nearness, face) whatever the drawing order,
+so this is the frame drawing everything at once gives) and only the TILE x TILE tiles they reach drawn again,
+plus the static tiles whose points can look up an occupied part of the shadow map (elsewhere their visibility is
+exactly 1, their full-sun colour). The shadow map keeps no face ids (only its nearness is looked up) and turns a
+texel's nearness into an occluder depth only when it is read. Helpers called per pixel take scalars: a numba call
+passing arrays costs more than the arithmetic of a pixel.
 """
 
 from __future__ import annotations
@@ -106,91 +116,88 @@ def _draw_faces(faces, corners, normals, eye, rot, focal, near, width, height, z
                 base_q, base_id):
     """Z-buffer the triangles ``faces`` (indices into world ``corners`` (T, 3, 3) and unit ``normals`` (T, 3)) that
     turn their front to ``eye`` (renderer._project's back-face test), in camera coordinates (camera-from-world rows
-    ``rot``; camera.world_to_camera's sum order), cut at the near plane; ``view`` (3, 3) and ``clipped`` (2, 3, 3)
-    are scratch; ``dirty``, ``base_q``, ``base_id`` as in `_mark_tiles` (``dirty`` empty: no tiles)."""
-    for k in range(faces.size):
-        t = faces[k]
-        if not (normals[t, 0] * (eye[0] - corners[t, 0, 0]) + normals[t, 1] * (eye[1] - corners[t, 0, 1])
-                + normals[t, 2] * (eye[2] - corners[t, 0, 2])) > 0.0:
+    ``rot``; camera.world_to_camera's sum order), cut at the near plane (raster.clip_triangles_near: one corner in
+    front gives one triangle, two give two) and projected; ``view`` (3, 3) and ``clipped`` (2, 3, 3) are scratch.
+    With ``dirty`` (TILE x TILE tiles, row-major; empty: none) the tiles of the pixels a piece's screen box reaches
+    (one pixel wider on each side: a pixel is drawn only where its centre is inside) are marked, and a tile newly
+    marked gets its z-buffer ``zq`` / ``zid`` from ``base_q`` / ``base_id`` first (the rest is never copied).
+    One function for the whole loop: a numba call passing arrays costs more than a small triangle's raster."""
+    tiles_x = (width + TILE - 1) // TILE
+    v = view
+    for f in range(faces.size):
+        tri_id = faces[f]
+        if not (normals[tri_id, 0] * (eye[0] - corners[tri_id, 0, 0])
+                + normals[tri_id, 1] * (eye[1] - corners[tri_id, 0, 1])
+                + normals[tri_id, 2] * (eye[2] - corners[tri_id, 0, 2])) > 0.0:
             continue
         for c in range(3):
-            d0, d1, d2 = corners[t, c, 0] - eye[0], corners[t, c, 1] - eye[1], corners[t, c, 2] - eye[2]
+            d0, d1, d2 = (corners[tri_id, c, 0] - eye[0], corners[tri_id, c, 1] - eye[1],
+                          corners[tri_id, c, 2] - eye[2])
             for j in range(3):
-                view[c, j] = d0 * rot[j, 0] + d1 * rot[j, 1] + d2 * rot[j, 2]
-        _raster_view_triangle(view, t, focal, near, width, height, zq, zid, clipped, dirty, base_q, base_id)
-
-
-@inner_kernel
-def _raster_view_triangle(v, tri_id, focal, near, width, height, zq, zid, clipped, dirty, base_q, base_id):
-    """Cut a camera-space triangle ``v`` (3, 3) at the near plane (raster.clip_triangles_near: one corner in front
-    gives one triangle, two give two), project it and z-buffer it."""
-    n_front = 0
-    for k in range(3):
-        if -v[k, 2] >= near:
-            n_front += 1
-    if n_front == 0:
-        return
-    pieces = 1
-    if n_front == 3:
+                v[c, j] = d0 * rot[j, 0] + d1 * rot[j, 1] + d2 * rot[j, 2]
+        n_front = 0
         for k in range(3):
-            for j in range(3):
-                clipped[0, k, j] = v[k, j]
-    else:
-        # rotate the corners so the lone one (front when one, behind when two) comes first, as raster.py does
-        first = 0
-        for k in range(3):
-            if (-v[k, 2] >= near) == (n_front == 1):
-                first = k
-                break
-        if n_front == 2:
-            first = (first + 1) % 3  # raster.py's (argmin(in_front) + 1) % 3: a, b in front, c behind
-        ia, ib, ic = first, (first + 1) % 3, (first + 2) % 3
-        if n_front == 1:
-            for j in range(3):
-                clipped[0, 0, j] = v[ia, j]
-            _cut(v, ia, ib, near, clipped, 0, 1)
-            _cut(v, ia, ic, near, clipped, 0, 2)
+            if -v[k, 2] >= near:
+                n_front += 1
+        if n_front == 0:
+            continue
+        pieces = 1
+        if n_front == 3:
+            for k in range(3):
+                for j in range(3):
+                    clipped[0, k, j] = v[k, j]
         else:
-            pieces = 2
-            for j in range(3):
-                clipped[0, 0, j] = v[ia, j]
-                clipped[0, 1, j] = v[ib, j]
-                clipped[1, 0, j] = v[ia, j]
-            _cut(v, ib, ic, near, clipped, 0, 2)
-            _cut(v, ib, ic, near, clipped, 1, 1)
-            _cut(v, ia, ic, near, clipped, 1, 2)
-    for t in range(pieces):
-        d0, d1, d2 = -clipped[t, 0, 2], -clipped[t, 1, 2], -clipped[t, 2, 2]
-        x0, y0 = 0.5 * width + focal * clipped[t, 0, 0] / d0, 0.5 * height - focal * clipped[t, 0, 1] / d0
-        x1, y1 = 0.5 * width + focal * clipped[t, 1, 0] / d1, 0.5 * height - focal * clipped[t, 1, 1] / d1
-        x2, y2 = 0.5 * width + focal * clipped[t, 2, 0] / d2, 0.5 * height - focal * clipped[t, 2, 1] / d2
-        if dirty.size > 0:
-            _mark_tiles(x0, y0, x1, y1, x2, y2, width, height, dirty, zq, zid, base_q, base_id)
-        _raster_triangle(x0, y0, x1, y1, x2, y2, 1.0 / d0, 1.0 / d1, 1.0 / d2, tri_id, width, height, zq, zid)
+            # rotate the corners so the lone one (front when one, behind when two) comes first, as raster.py does
+            first = 0
+            for k in range(3):
+                if (-v[k, 2] >= near) == (n_front == 1):
+                    first = k
+                    break
+            if n_front == 2:
+                first = (first + 1) % 3  # raster.py's (argmin(in_front) + 1) % 3: a, b in front, c behind
+            ia, ib, ic = first, (first + 1) % 3, (first + 2) % 3
+            if n_front == 1:
+                for j in range(3):
+                    clipped[0, 0, j] = v[ia, j]
+                _cut(v, ia, ib, near, clipped, 0, 1)
+                _cut(v, ia, ic, near, clipped, 0, 2)
+            else:
+                pieces = 2
+                for j in range(3):
+                    clipped[0, 0, j] = v[ia, j]
+                    clipped[0, 1, j] = v[ib, j]
+                    clipped[1, 0, j] = v[ia, j]
+                _cut(v, ib, ic, near, clipped, 0, 2)
+                _cut(v, ib, ic, near, clipped, 1, 1)
+                _cut(v, ia, ic, near, clipped, 1, 2)
+        for t in range(pieces):
+            d0, d1, d2 = -clipped[t, 0, 2], -clipped[t, 1, 2], -clipped[t, 2, 2]
+            x0, y0 = 0.5 * width + focal * clipped[t, 0, 0] / d0, 0.5 * height - focal * clipped[t, 0, 1] / d0
+            x1, y1 = 0.5 * width + focal * clipped[t, 1, 0] / d1, 0.5 * height - focal * clipped[t, 1, 1] / d1
+            x2, y2 = 0.5 * width + focal * clipped[t, 2, 0] / d2, 0.5 * height - focal * clipped[t, 2, 1] / d2
+            if dirty.size > 0:
+                r0, r1, c0, c1 = _tile_box(x0, y0, x1, y1, x2, y2, width, height)
+                for r in range(r0, r1 + 1):
+                    for c in range(c0, c1 + 1):
+                        if dirty[r * tiles_x + c]:
+                            continue
+                        dirty[r * tiles_x + c] = True
+                        for row in range(r * TILE, min(r * TILE + TILE, height)):
+                            for i in range(row * width + c * TILE, row * width + min(c * TILE + TILE, width)):
+                                zq[i], zid[i] = base_q[i], base_id[i]
+            _raster_triangle(x0, y0, x1, y1, x2, y2, 1.0 / d0, 1.0 / d1, 1.0 / d2, tri_id, width, height, zq, zid)
 
 
 @inner_kernel
-def _mark_tiles(x0, y0, x1, y1, x2, y2, width, height, dirty, zq, zid, base_q, base_id):
-    """Mark in ``dirty`` (TILE x TILE tiles, row-major) the tiles of the pixels a triangle's screen box reaches,
-    one pixel wider on each side (a pixel is drawn only where its centre is inside); a tile newly marked gets its
-    z-buffer ``zq`` / ``zid`` from ``base_q`` / ``base_id`` first (the rest of the z-buffer is never copied)."""
+def _tile_box(x0, y0, x1, y1, x2, y2, width, height):
+    """First and last tile row and column of the pixels a triangle's screen box reaches, one pixel wider on each
+    side (last < first when off screen; NaN corners draw nothing either)."""
     x_lo, x_hi = min(min(x0, x1), x2), max(max(x0, x1), x2)
     y_lo, y_hi = min(min(y0, y1), y2), max(max(y0, y1), y2)
     if not (x_hi >= -1.0 and y_hi >= -1.0 and x_lo <= width + 1.0 and y_lo <= height + 1.0):
-        return  # off screen (NaN corners draw nothing either)
-    tiles_x = (width + TILE - 1) // TILE
-    c0 = int(max(np.floor(x_lo) - 1.0, 0.0)) // TILE
-    c1 = int(min(np.floor(x_hi) + 1.0, width - 1.0)) // TILE
-    r0 = int(max(np.floor(y_lo) - 1.0, 0.0)) // TILE
-    r1 = int(min(np.floor(y_hi) + 1.0, height - 1.0)) // TILE
-    for r in range(r0, r1 + 1):
-        for c in range(c0, c1 + 1):
-            if dirty[r * tiles_x + c]:
-                continue
-            dirty[r * tiles_x + c] = True
-            for row in range(r * TILE, min(r * TILE + TILE, height)):
-                for i in range(row * width + c * TILE, row * width + min(c * TILE + TILE, width)):
-                    zq[i], zid[i] = base_q[i], base_id[i]
+        return 0, -1, 0, -1
+    return (int(max(np.floor(y_lo) - 1.0, 0.0)) // TILE, int(min(np.floor(y_hi) + 1.0, height - 1.0)) // TILE,
+            int(max(np.floor(x_lo) - 1.0, 0.0)) // TILE, int(min(np.floor(x_hi) + 1.0, width - 1.0)) // TILE)
 
 
 @inner_kernel
