@@ -396,6 +396,14 @@ def _block_span(lo, hi, origin, texel, size):
 
 
 @inner_kernel
+def _copy(dst, src):
+    """``dst[:] = src`` for 1-d contiguous arrays as a plain loop (which compiles to a vectorized copy; numba's
+    slice assignment goes element by element)."""
+    for i in range(src.size):
+        dst[i] = src[i]
+
+
+@inner_kernel
 def _key_matches(key, values, n):
     """Whether ``key[:n]`` equals ``values[:n]`` exactly (a NaN never matches); then ``key`` takes ``values``."""
     same = True
@@ -582,10 +590,10 @@ def render_worlds(tri_local, tri_actor, tri_flags, tri_seg, actor_pos, actor_rot
                     bounds[k, 2], bounds[k, 3] = min(bounds[k, 2], along2), max(bounds[k, 3], along2)
         # the static layer's frame, then the moving triangles over its z-buffer, in the tiles they reach
         if want_geometry:
-            depth[w].reshape(n_pix)[:] = st_depth[s]
-            seg[w].reshape(n_pix)[:] = st_seg[s]
+            _copy(depth[w].reshape(n_pix), st_depth[s])
+            _copy(seg[w].reshape(n_pix), st_seg[s])
         if want_rgb:
-            rgb[w].reshape((n_pix, 3))[:] = st_rgb[s]
+            _copy(rgb[w].reshape(3 * n_pix), st_rgb[s].reshape(3 * n_pix))
         dirty[:] = False
         _draw_faces(moving, corners, normals, eye, rot, focal, near, width, height, zq, zid, view, clipped, dirty,
                     st_q[s], st_id[s])
