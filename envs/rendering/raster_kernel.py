@@ -289,8 +289,10 @@ def _shadow_map(corners, crosses, tri_flags, light, size, bias_texels, smap, no_
     texel = max(max(hi0 - lo0, hi1 - lo1), 1e-6) / (size - 2 * margin)
     o0, o1 = lo0 - margin * texel, lo1 - margin * texel
     offset = hi2 + 1.0
-    smap[:] = 0.0
-    occupied[:] = False
+    for i in range(smap.size):  # plain loops: numba's slice assignment goes element by element
+        smap[i] = 0.0
+    for i in range(occupied.size):
+        occupied[i] = False
     blocks = (size + BLOCK - 1) // BLOCK
     for t in range(count):
         x_lo = min(min(scratch[t, 0, 0], scratch[t, 1, 0]), scratch[t, 2, 0])
@@ -594,7 +596,8 @@ def render_worlds(tri_local, tri_actor, tri_flags, tri_seg, actor_pos, actor_rot
             _copy(seg[w].reshape(n_pix), st_seg[s])
         if want_rgb:
             _copy(rgb[w].reshape(3 * n_pix), st_rgb[s].reshape(3 * n_pix))
-        dirty[:] = False
+        for k in range(n_tiles):
+            dirty[k] = False
         _draw_faces(moving, corners, normals, eye, rot, focal, near, width, height, zq, zid, view, clipped, dirty,
                     st_q[s], st_id[s])
         have_shadow = want_rgb and shadows and _shadow_map(corners, crosses, tri_flags, light[w], shadow_size, bias_texels,
