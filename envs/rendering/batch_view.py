@@ -50,8 +50,8 @@ class WorldsView:
 
     The kernel keeps each world's static layer (the table, floor, walls and bins with their colours in full sun)
     and marker layers between calls, redrawn only when the camera, light, colours, static poses or goals change
-    (``render_worlds``): with ``cache_per_world`` one slot per world (about 24 bytes per pixel per world, plus 8 per
-    marker: 0.1 MB per 64 x 64 Push world), for observations drawn every step; otherwise one slot per thread, reused
+    (``render_worlds``): with ``cache_per_world`` one slot per world (about 33 bytes per pixel per world, plus 8 per
+    marker: 0.17 MB per 64 x 64 Push world), for observations drawn every step; otherwise one slot per thread, reused
     while consecutive worlds share them (``render()``'s large frames)."""
 
     def __init__(self, worlds, camera: Camera, shading: ShadingParams = ShadingParams(),
