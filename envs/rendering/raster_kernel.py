@@ -430,8 +430,8 @@ def render_worlds(tri_local, tri_actor, tri_flags, tri_seg, actor_pos, actor_rot
                   mk_local, mk_index, mk_radius, mk_centre, mk_albedo, mk_alpha,
                   checker_colors, checker_cell, checker_origin, light, background,
                   cam_eye, cam_rot, focal, near, far, ray_right, ray_up, shading, shadow_size, shadows,
-                  want_rgb, want_geometry, empty_depth, slots, st_key, st_q, st_id, st_rgb, st_depth, st_seg, st_xyz, st_tile,
-                  mk_key, mk_q, mk_light, mk_box, rgb, depth, seg):
+                  want_rgb, want_geometry, empty_depth, slots, st_key, st_q, st_id, st_rgb, st_depth, st_seg,
+                  st_xyz, st_tile, mk_key, mk_q, mk_light, mk_box, rgb, depth, seg):
     """Draw world w's frame for every w into ``rgb`` (W, H, Wd, 3) uint8, ``depth`` (W, H, Wd) float32 [m] (far
     ``empty_depth`` where nothing opaque) and ``seg`` (W, H, Wd) int32 (``tri_seg`` of the visible face, 0 where none).
 
@@ -451,11 +451,12 @@ def render_worlds(tri_local, tri_actor, tri_flags, tri_seg, actor_pos, actor_rot
     ``st_seg`` (S, H * Wd), each pixel's float32 world point ``st_xyz`` (S, H * Wd, 3) and each TILE x TILE tile's
     bounds along the light frame's e1, e2 (min, max, min, max) ``st_tile`` (S, tiles, 4), rebuilt when ``st_key``
     (S, 24 + 15 A) (the camera, light, checker and background colours, the static actors' albedo and poses)
-    changes; a frame is that layer's, redrawn only in the tiles the moving triangles or their shadows reach; the markers' layers ``mk_q`` (nearness, 0 where none) and ``mk_light``
-    (S, M, H * Wd) within the pixel boxes ``mk_box`` (S, M, 4), rebuilt when ``mk_key`` (S, 15 + 3 M) (the centres,
-    camera, light) changes. A z-buffer keeps the largest (nearness, face) of the fragments drawn, whatever their
-    order, so the static layer then the moving triangles give the frame drawing all at once gives. A NaN key never
-    matches: fill the keys with NaN to drop the layers."""
+    changes; a frame is that layer's, redrawn only in the tiles the moving triangles or their shadows reach; the
+    markers' layers ``mk_q`` (nearness, 0 where none) and ``mk_light`` (S, M, H * Wd) within the pixel boxes
+    ``mk_box`` (S, M, 4), rebuilt when ``mk_key`` (S, 15 + 3 M) (the centres, camera, light) changes. A z-buffer
+    keeps the largest (nearness, face) of the fragments drawn, whatever their order, so the static layer then the
+    moving triangles give the frame drawing all at once gives. A NaN key never matches: fill the keys with NaN to
+    drop the layers."""
     num_worlds, height, width = depth.shape[0], depth.shape[1], depth.shape[2]
     n_pix = height * width
     n_tri, n_mk_tri, n_mk = tri_local.shape[0], mk_local.shape[0], mk_centre.shape[1]
@@ -506,7 +507,6 @@ def render_worlds(tri_local, tri_actor, tri_flags, tri_seg, actor_pos, actor_rot
     key = np.empty(max(st_key.shape[1], mk_key.shape[1]))
     tiles_x = (width + TILE - 1) // TILE
     n_tiles = st_tile.shape[1]
-    tile_on = np.zeros(n_tiles, dtype=np.bool_)
     dirty = np.zeros(n_tiles, dtype=np.bool_)
     no_tiles = np.zeros(0, dtype=np.bool_)
     extent = np.empty(3)
@@ -600,8 +600,8 @@ def render_worlds(tri_local, tri_actor, tri_flags, tri_seg, actor_pos, actor_rot
             dirty[k] = False
         _draw_faces(moving, corners, normals, eye, rot, focal, near, width, height, zq, zid, view, clipped, dirty,
                     st_q[s], st_id[s])
-        have_shadow = want_rgb and shadows and _shadow_map(corners, crosses, tri_flags, light[w], shadow_size, bias_texels,
-                                                           smap, no_ids, scratch, smap_params, extent,
+        have_shadow = want_rgb and shadows and _shadow_map(corners, crosses, tri_flags, light[w], shadow_size,
+                                                           bias_texels, smap, no_ids, scratch, smap_params, extent,
                                                            occupied)
         sm = (smap_params[0], smap_params[1], smap_params[2], smap_params[3], smap_params[4], smap_params[5],
               smap_params[6], smap_params[7], smap_params[8], smap_params[9], smap_params[10], smap_params[11],
