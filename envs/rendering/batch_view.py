@@ -133,6 +133,7 @@ class WorldsView:
         rot = self.worlds.scene.get_actor_rotations(self.actors)
         goal = self.worlds.goal
         if worlds is not None:
+            worlds = np.arange(self.worlds.num_worlds)[worlds]  # indices, from indices, a slice or a mask
             pos, rot, goal = pos[worlds], rot[worlds], goal[worlds]
             looks = Looks(*(getattr(looks, f)[worlds] for f in Looks.__dataclass_fields__))
         k = pos.shape[0]
@@ -150,6 +151,8 @@ class WorldsView:
         if self.cache_per_world:
             slots = np.arange(self.worlds.num_worlds, dtype=np.int64) if worlds is None else \
                 np.asarray(worlds, dtype=np.int64).reshape(k)
+            if len(np.unique(slots)) != k:
+                threads = 1  # a world listed twice: its slot must not be drawn by two threads at once
         else:  # one slot per thread
             if self._cache["st_key"].shape[0] < threads:
                 self._make_cache(threads)
