@@ -70,6 +70,44 @@ def test_observation_frames_equal_the_numpy_renderer_with_their_shadow_map():
     assert np.any(obs["rgb"] != rgb_np, axis=2).mean() <= MAX_DIFFERENT_PIXELS
 
 
+def test_frames_over_steps_equal_the_numpy_renderer():
+    """Frames after the first reuse the world's kept static and marker layers and redraw only the tiles the moving
+    bodies or their shadows reach (raster_kernel.render_worlds): each step's frame is still the numpy renderer's."""
+    from superdex_gym.envs.rendering.renderer import Renderer
+    from superdex_gym.envs.rendering.shading import ShadingParams
+
+    env = stepped_env("SuperDex/PickAndPlace-v0", seed=4, steps=1, obs_mode="rgb", image_size=64)
+    p = env.unwrapped.pixels
+    oracle = SceneView(env.unwrapped.worlds, camera=p.camera)
+    renderer = Renderer(camera=p.camera, shading=ShadingParams(shadow_map_size=64))
+    rng = np.random.default_rng(4)
+    for _ in range(4):
+        obs = env.step(rng.uniform(-1, 1, 4).astype(np.float32))[0]
+        rgb_np, _ = renderer.render(oracle.meshes(0))
+        assert np.any(obs["rgb"] != rgb_np, axis=2).mean() <= MAX_DIFFERENT_PIXELS
+
+
+def test_kept_layers_give_the_frames_of_a_fresh_view():
+    """The layers kept between calls are redrawn when what they depend on changes (randomized colours, light and
+    camera at a reset, a new goal): frames equal a new view's, which keeps nothing, bit for bit; and an rgb-only
+    call draws the same rgb."""
+    venv = gym.make_vec("SuperDex/Stack2-v0", num_envs=3, vectorization_mode="vector_entry_point",
+                        obs_mode="rgbd+segmentation", image_size=40, randomize=True)
+    venv.reset(seed=5)
+    base = venv.unwrapped
+    rng = np.random.default_rng(5)
+    for step in range(6):
+        actions = rng.uniform(-1, 1, (3, 4)).astype(np.float32)
+        obs = venv.step(actions)[0] if step != 3 else venv.reset(seed=50)[0]  # a reset draws new looks and goals
+        fresh = WorldsView(base.worlds, base.pixels.camera, base.pixels.view.shading,
+                           empty_depth=base.pixels.camera.far_m)
+        rgb, depth, seg = fresh.render(base.pixels.looks)
+        assert np.array_equal(obs["rgb"], rgb) and np.array_equal(obs["depth"][..., 0], depth)
+        assert np.array_equal(obs["segmentation"][..., 0], seg)
+        rgb_only, _, _ = base.pixels.view.render(base.pixels.looks, want_geometry=False)
+        assert np.array_equal(rgb_only, rgb)
+
+
 def test_render_matches_the_numpy_renderer_at_480():
     env = stepped_env("SuperDex/Push-v0", render_mode="rgb_array")
     frame = env.render()
@@ -295,5 +333,24 @@ def test_worker_threads_draw_the_serial_frames():
         venv.reset(seed=2)
         obs = venv.step(np.full((5, 4), 0.2, dtype=np.float32))[0]
         return [obs["rgb"], obs["depth"], obs["segmentation"]]
+
+    assert_worker_threads_give_the_serial_bits(run)
+
+
+def test_worker_threads_render_the_serial_frames():
+    """``render()``'s view keeps one set of layers per thread, not per world: 2 threads draw the serial frames."""
+    from helpers import assert_worker_threads_give_the_serial_bits
+
+    def run():
+        venv = gym.make_vec("SuperDex/Push-v0", num_envs=5, vectorization_mode="vector_entry_point",
+                            obs_mode="rgb", image_size=16, randomize=True)
+        venv.reset(seed=3)
+        venv.step(np.full((5, 4), 0.2, dtype=np.float32))
+        worlds = venv.unwrapped.worlds
+        view = WorldsView(worlds, default_camera(48, 48, **worlds.task.camera))
+        looks = venv.unwrapped.pixels.looks
+        looks = batch_view.Looks(looks.actor_albedo, looks.checker, looks.marker_albedo, looks.light, looks.background,
+                             view.default_looks(5).cam_eye, view.default_looks(5).cam_rot)
+        return [view.render(looks)[0], view.render(looks)[0]]
 
     assert_worker_threads_give_the_serial_bits(run)

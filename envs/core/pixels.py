@@ -115,7 +115,7 @@ class PixelObservations:
             # shadow map texels: one per image pixel (a pixel at 64 x 64 is ~1 cm on the table, a texel ~5 mm over the
             # casters), at least 64 and at most the numpy renderer's 256
             shading = ShadingParams(shadow_map_size=int(np.clip(max(height, width), 64, 256)))
-            self.view = WorldsView(worlds, self.camera, shading, empty_depth=self.camera.far_m)
+            self.view = WorldsView(worlds, self.camera, shading, empty_depth=self.camera.far_m, cache_per_world=True)
             self.looks = self.view.default_looks(worlds.num_worlds)
         robot_bounds = worlds.robot.observation_bounds()
         bounds = {**robot_bounds, **worlds.task.observation_bounds(robot_bounds)}  # every part's, as the worlds'
@@ -161,7 +161,8 @@ class PixelObservations:
             out["observation"] = state["observation"]
         if self.images:
             out["proprioception"] = np.ascontiguousarray(state["observation"][:, self._proprio_cols])
-            rgb, depth, seg = self.view.render(self.looks, want_rgb="rgb" in self.parts, worlds=worlds)
+            rgb, depth, seg = self.view.render(self.looks, want_rgb="rgb" in self.parts, worlds=worlds,
+                                               want_geometry="depth" in self.parts or "segmentation" in self.parts)
             if "rgb" in self.parts:
                 out["rgb"] = rgb
             if "depth" in self.parts:
