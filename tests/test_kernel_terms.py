@@ -6,7 +6,8 @@ Hessian against central finite differences of its energy on the Lie algebra, F(x
 exp(skew(xi_r)) R), over every body at once (the couplings included); a scene with springs on the compiled path
 against the numpy Newton; its worlds stepped together == each alone and threads == serial, bit for bit."""
 
-import runpy
+import importlib.util
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -19,8 +20,20 @@ from superdex_gym.sim import lie
 from superdex_gym.sim.step import pipeline
 from superdex_gym.sim.potentials.base import StageContext
 
-EXAMPLE = runpy.run_path(str(Path(__file__).resolve().parents[1] / "examples" / "spring_potential.py"),
-                         run_name="spring_example")
+
+
+def _import_example(name: str):
+    """examples/<name>.py as the module ``name``, registered in sys.modules: numba's disk cache records a kernel's
+    module and imports it by name when it loads the kernel (a runpy namespace would be '<dynamic>', which fails on
+    the second run over the same cache)."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "examples" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+EXAMPLE = vars(_import_example("spring_potential"))
 SpringTerm = EXAMPLE["SpringTerm"]
 
 
