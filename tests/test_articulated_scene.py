@@ -325,8 +325,8 @@ def test_single_dof_constraints_through_the_scene_match_the_oracle_and_refuse_ba
     rigid = scene.create_rigid_actor(shape=SHAPE, density=1000.0, world_from_local=mochi.TransformRT(translation=[5, 0, 0]))
     with pytest.raises(ValueError, match="articulated actor"):
         scene.create_articulated_single_dof_target_constraint(actor=rigid.get_handle(), joint_index=0)
-    with pytest.raises(ValueError, match="saturation"):
-        scene.create_articulated_single_dof_target_constraint(actor=a, joint_index=0, saturation=1.0)
+    with pytest.raises(ValueError, match="saturation must not be zero"):
+        scene.create_articulated_single_dof_target_constraint(actor=a, joint_index=0, saturation=0.0)
     with pytest.raises(ValueError, match="dof_index"):
         scene.create_articulated_single_dof_range_constraint(actor=a, joint_index=1, dof_index=1)
     with pytest.raises(ValueError, match="min_value"):
