@@ -35,6 +35,8 @@ REFERENCE_METHODS = [
     "set_articulated_joint_velocities", "set_articulated_pose_from_joints", "set_articulated_pose_from_links",
     "set_articulated_target_pose", "set_articulated_target_velocity", "set_external_forces_on_dofs",
     "set_articulated_pose_controller_params", "get_articulated_target_link_transforms", "get_dof_values",
+    "set_articulated_target_link_transforms", "reset_articulated_target_link_transforms",
+    "get_articulated_controller_force", "register_query", "cancel_query", "is_query_supported",
 ]
 LINK_METHODS = ["get_articulated_actor", "get_articulated_jacobian", "is_nested_link_actor"]
 # 1.0.1, the five-joint chain below (FREE, SPHERICAL, PRISMATIC, REVOLUTE with limits [-0.5, 0.7], HARD) at pose Q and
