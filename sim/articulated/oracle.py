@@ -264,9 +264,12 @@ class ArticulatedOracle:
             for i, e in enumerate(entries):
                 k = bounded_real(e.stiffness, f"{name}[{i}].stiffness", 0.0, np.inf)
                 d = bounded_real(e.damping, f"{name}[{i}].damping", 0.0, np.inf)
-                if bounded_real(e.saturation, f"{name}[{i}].saturation", -np.inf, np.inf) >= 0:
-                    raise ValueError(f"{name}[{i}].saturation: saturated tracking is not modelled yet; use < 0")
-            slices[name] = [(float(e.stiffness), float(e.damping)) for e in entries] * (n if len(entries) == 1 else 1)
+                try:
+                    check_saturation(bounded_real(e.saturation, f"{name}[{i}].saturation", -np.inf, np.inf))
+                except ValueError as exc:
+                    raise ValueError(f"{name}[{i}].saturation: {exc}") from exc
+            slices[name] = [(float(e.stiffness), float(e.damping), float(e.saturation)) for e in entries] * (
+                n if len(entries) == 1 else 1)
         self.controller = slices
         self.target_pose = self.q.copy()
         self.target_pose_old = self.q.copy()
@@ -315,19 +318,19 @@ class ArticulatedOracle:
         jrot, _ = joint_transforms(m, self.target_pose)
         jrot0, _ = joint_transforms(m, self.target_pose_old)
         for i, info in enumerate(m.dof_info):
-            k, d = self.controller["joint_tracking"][i]
+            k, d, sat = self.controller["joint_tracking"][i]
             if (k or d) and info.get_size() == 1:
                 o = info.offset
                 drives.append(Drive(dof=o, target=self.target_pose[:, o], stiffness=k, damping=d,
-                                    target_old=self.target_pose_old[:, o]))
+                                    target_old=self.target_pose_old[:, o], saturation=sat))
             elif (k or d) and info.rot_size == 3:
-                tracking.append(RotationTarget(i, "joint", jrot[:, i], jrot0[:, i], k, d))
-            k, d = self.controller["link_pos_tracking"][i]
+                tracking.append(RotationTarget(i, "joint", jrot[:, i], jrot0[:, i], k, d, sat))
+            k, d, sat = self.controller["link_pos_tracking"][i]
             if k or d:
-                tracking.append(PositionTarget(i, tcom[:, i], tcom0[:, i], k, d))
-            k, d = self.controller["link_rot_tracking"][i]
+                tracking.append(PositionTarget(i, tcom[:, i], tcom0[:, i], k, d, sat))
+            k, d, sat = self.controller["link_rot_tracking"][i]
             if k or d:
-                tracking.append(RotationTarget(i, "link", trot[:, i], trot0[:, i], k, d))
+                tracking.append(RotationTarget(i, "link", trot[:, i], trot0[:, i], k, d, sat))
         return drives, tracking
 
     def link_transforms(self):

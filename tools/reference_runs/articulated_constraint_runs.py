@@ -22,6 +22,8 @@ REVOLUTE x; links of half extents LINK_HALF, density 1000), BACKWARD_EULER, dt =
   (LINK_TARGETS: the links of TARGET_POSE, link 2 shifted by LINK_SHIFT) before step 0 and reset with
   reset_articulated_target_link_transforms to the links of Q0 before step MOVE_AT; QueryType
   ARTICULATED_CONTROLLER_FORCE registered; records get_articulated_controller_force after every step too.
+* ``saturated_tracking``: the same gains with saturations (joint tracking 0.05, link position 0.02, link rotation
+  0.1); set_articulated_target_pose(TARGET_POSE) before step 0; started from Q0 at rest.
 """
 
 from __future__ import annotations
@@ -140,6 +142,24 @@ def target_links(shape) -> dict:
     return out
 
 
+def saturated_tracking(shape) -> dict:
+    scene, actor = chain(shape, "saturated_tracking")
+    actor.set_articulated_pose_from_joints(reals(Q0))
+    track = sdp.PoseTrackingParams
+    params = sdp.PoseControllerParams(3)
+    for i in range(3):
+        params.joint_tracking[i] = track(stiffness=50.0, damping=2.0, saturation=0.05)
+    params.link_pos_tracking[2] = track(stiffness=200.0, damping=10.0, saturation=0.02)
+    params.link_rot_tracking[1] = track(stiffness=5.0, damping=0.5, saturation=0.1)
+    actor.add_articulated_pose_controller(params)
+
+    def retarget(k):
+        if k == 0:
+            actor.set_articulated_target_pose(reals(TARGET_POSE))
+
+    return run(scene, actor, Q0, STEPS, retarget)
+
+
 def main() -> None:
     shape = mesh_shape(*box_mesh(LINK_HALF))
     out = {"build": precision(), "script": "tools/reference_runs/articulated_constraint_runs.py",
@@ -149,7 +169,8 @@ def main() -> None:
            "range_min": list(RANGE_MIN), "range_max": list(RANGE_MAX), "move_at": MOVE_AT,
            "target_pose": TARGET_POSE, "link_shift": list(LINK_SHIFT),
            "rotation_target": rotation_target(shape), "rotation_range": rotation_range(shape),
-           "saturated": saturated(shape), "target_links": target_links(shape)}
+           "saturated": saturated(shape), "target_links": target_links(shape),
+           "saturated_tracking": saturated_tracking(shape)}
     json.dump(out, sys.stdout)
     sys.stdout.write("\n")
 
