@@ -271,9 +271,15 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         return articulated_constraints.create(self, _params_of(Articulated3dRotationRangeConstraintParams, params,
                                                                kwargs))
 
+    def get_constraints(self) -> list:
+        """Every live constraint: the rigid ones in creation order, then the articulated ones in creation order."""
+        extra = [] if self._articulations is None else list(self._articulations.constraints.values())
+        return super().get_constraints() + extra
+
     def get_num_constraints(self) -> int:
         """Rigid and articulated constraints."""
-        return super().get_num_constraints() + (0 if self._articulations is None else len(self._articulations.constraints))
+        extra = 0 if self._articulations is None else len(self._articulations.constraints)
+        return super().get_num_constraints() + extra
 
     def destroy_constraint(self, constraint_or_handle) -> None:
         """As the rigid constraints' (sim/constraints/system.py); an `ArticulatedConstraint` is given as the object."""

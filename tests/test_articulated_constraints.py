@@ -258,6 +258,9 @@ def test_handle_has_the_reference_methods_that_apply_and_their_behaviour():
     assert drive.get_target_dof() == 0.4
     rot.set_target_rotation([0.1, 0.0, 0.0])
     assert np.allclose(rot.get_target_rotation().to_matrix(), lie.exp_so3(np.array([0.1, 0.0, 0.0])), atol=1e-15)
+    rot.set_target_rotation(lie.exp_so3(np.array([0.0, 0.2, 0.0])).tolist())  # a nested (3, 3) list is one matrix
+    assert np.allclose(rot.get_target_rotation().to_matrix(), lie.exp_so3(np.array([0.0, 0.2, 0.0])), atol=1e-15)
+    assert scene.get_constraints() == [drive, rng, rot, rrange]
     with pytest.raises(TypeError, match="set_target_rotation"):
         drive.set_target_rotation([0.1, 0.0, 0.0])
     with pytest.raises(TypeError, match="set_target_dof"):

@@ -149,8 +149,13 @@ class ArticulatedConstraint:
         vector or a matrix; or a list of them, one per selected world)."""
         record = self._require("set_target_rotation", "rotation_target")
         worlds = self._worlds(world)
-        items = rotation if isinstance(rotation, (list, tuple)) and rotation and not np.isscalar(rotation[0]) \
-            else [rotation]
+        if isinstance(rotation, (list, tuple)) and rotation and all(isinstance(r, Quaternion) for r in rotation):
+            items = list(rotation)
+        elif isinstance(rotation, Quaternion):
+            items = [rotation]
+        else:  # a (3,) vector or (3, 3) matrix is one rotation; (K, 3) / (K, 3, 3) one per world
+            arr = real_array(rotation, "rotation")
+            items = [arr] if arr.shape in ((3,), (3, 3)) else list(arr)
         if len(items) not in (1, len(worlds)):
             raise ValueError(f"rotation must be one rotation or one per selected world ({len(worlds)}), got "
                              f"{len(items)}")
