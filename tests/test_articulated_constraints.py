@@ -162,12 +162,13 @@ def _transforms(entries):
     return [mochi.TransformRT(Q(e["rotation"]), e["translation"]) for e in entries]
 
 
-def _controlled(scene, a):
+def _controlled(scene, a, saturations=(-1.0, -1.0, -1.0)):
+    """The reference runs' controller (articulated_runs.controller_params) with the force query registered."""
     pc = art.PoseControllerParams(3)
     for i in range(3):
-        pc.joint_tracking[i] = art.PoseTrackingParams(stiffness=50.0, damping=2.0)
-    pc.link_pos_tracking[2] = art.PoseTrackingParams(stiffness=200.0, damping=10.0)
-    pc.link_rot_tracking[1] = art.PoseTrackingParams(stiffness=5.0, damping=0.5)
+        pc.joint_tracking[i] = art.PoseTrackingParams(stiffness=50.0, damping=2.0, saturation=saturations[0])
+    pc.link_pos_tracking[2] = art.PoseTrackingParams(stiffness=200.0, damping=10.0, saturation=saturations[1])
+    pc.link_rot_tracking[1] = art.PoseTrackingParams(stiffness=5.0, damping=0.5, saturation=saturations[2])
     a.add_articulated_pose_controller(pc)
     a.register_query(QueryType.ARTICULATED_CONTROLLER_FORCE)
 
@@ -205,12 +206,7 @@ def test_link_targets_and_controller_force_follow_the_reference():
 def test_saturated_pose_tracking_follows_the_reference():
     scene, a = _chain("saturated_tracking")
     a.set_articulated_pose_from_joints(RUNS["q0"])
-    pc = art.PoseControllerParams(3)
-    for i in range(3):
-        pc.joint_tracking[i] = art.PoseTrackingParams(stiffness=50.0, damping=2.0, saturation=0.05)
-    pc.link_pos_tracking[2] = art.PoseTrackingParams(stiffness=200.0, damping=10.0, saturation=0.02)
-    pc.link_rot_tracking[1] = art.PoseTrackingParams(stiffness=5.0, damping=0.5, saturation=0.1)
-    a.add_articulated_pose_controller(pc)
+    _controlled(scene, a, (0.05, 0.02, 0.1))
     gap = _run(scene, a, "saturated_tracking", lambda k: k == 0 and a.set_articulated_target_pose(RUNS["target_pose"]))
     assert gap <= TARGET and gap <= ACHIEVED, gap
     bad = art.PoseControllerParams(3)

@@ -7,7 +7,7 @@ Run with the reference engine's venv (see tests/reference_data/README.md), fp64 
         articulated_constraint_runs.py > ../../tests/reference_data/articulated_constraint_runs.json
 
 Every scene is articulated_runs.spherical_chain with a REVOLUTE (x) third joint (SPHERICAL root, REVOLUTE z,
-REVOLUTE x; links of half extents LINK_HALF, density 1000), BACKWARD_EULER, dt = DT, the "tight" solver:
+REVOLUTE x; links of half extents LINK_HALF, density 1000), BACKWARD_EULER, dt = articulated_runs.DT, the "tight" solver:
 
 * ``rotation_target``: a 3D rotation target on the SPHERICAL joint (TARGET_A, stiffness 300, damping 2), moved to
   TARGET_B with set_target_rotation before step MOVE_AT; started from Q0 at rest.
@@ -34,7 +34,7 @@ import sys
 import numpy as np
 
 from _common import box_mesh, mesh_shape, precision, reals, vec
-from articulated_runs import DT, LINK_HALF, STEPS, run, sdp, spherical_chain
+from articulated_runs import LINK_HALF, STEPS, controller_params, run, sdp, spherical_chain
 
 JT = sdp.ArticulatedJointType
 Q0 = [0.2, -0.1, 0.3, 0.4, -0.2]
@@ -112,13 +112,7 @@ def link_targets(actor, pose, shift):
 def target_links(shape) -> dict:
     scene, actor = chain(shape, "target_links")
     actor.set_articulated_pose_from_joints(reals(Q0))
-    track = sdp.PoseTrackingParams
-    params = sdp.PoseControllerParams(3)
-    for i in range(3):
-        params.joint_tracking[i] = track(stiffness=50.0, damping=2.0)
-    params.link_pos_tracking[2] = track(stiffness=200.0, damping=10.0)
-    params.link_rot_tracking[1] = track(stiffness=5.0, damping=0.5)
-    actor.add_articulated_pose_controller(params)
+    actor.add_articulated_pose_controller(controller_params())
     actor.register_query(sdp.QueryType.ARTICULATED_CONTROLLER_FORCE)
     first, first_json = link_targets(actor, TARGET_POSE, LINK_SHIFT)
     second, second_json = link_targets(actor, Q0, (0.0, 0.0, 0.0))
@@ -145,13 +139,7 @@ def target_links(shape) -> dict:
 def saturated_tracking(shape) -> dict:
     scene, actor = chain(shape, "saturated_tracking")
     actor.set_articulated_pose_from_joints(reals(Q0))
-    track = sdp.PoseTrackingParams
-    params = sdp.PoseControllerParams(3)
-    for i in range(3):
-        params.joint_tracking[i] = track(stiffness=50.0, damping=2.0, saturation=0.05)
-    params.link_pos_tracking[2] = track(stiffness=200.0, damping=10.0, saturation=0.02)
-    params.link_rot_tracking[1] = track(stiffness=5.0, damping=0.5, saturation=0.1)
-    actor.add_articulated_pose_controller(params)
+    actor.add_articulated_pose_controller(controller_params((0.05, 0.02, 0.1)))
 
     def retarget(k):
         if k == 0:
