@@ -10,6 +10,8 @@ advance in one call.
 from . import experimental, lie, utils
 from .actor import RigidActor
 from .articulated import (
+    Articulated3dRotationRangeConstraintParams,
+    Articulated3dRotationTargetConstraintParams,
     ArticulatedActorParams,
     ArticulatedCycleJointParams,
     ArticulatedDofInfo,
@@ -24,6 +26,7 @@ from .articulated import (
     PoseTrackingParams,
 )
 from .articulated.actor import ArticulatedActor, ArticulatedLinkActor
+from .articulated.constraints import ArticulatedConstraint
 from .assets_path import ASSETS_PATH
 from .contact.colliders import ColliderType
 from .contact.params import (

@@ -22,11 +22,13 @@ from .step import pipeline
 from .actor import RigidActor
 from .actor_queries import ActorQueryRegistry
 from .articulated.params import (
-    ArticulatedActorParams, ArticulatedSingleDofRangeConstraintParams, ArticulatedSingleDofTargetConstraintParams,
+    Articulated3dRotationRangeConstraintParams, Articulated3dRotationTargetConstraintParams, ArticulatedActorParams,
+    ArticulatedSingleDofRangeConstraintParams, ArticulatedSingleDofTargetConstraintParams,
 )
 from .articulated import coupled
 from .articulated.actor import ArticulatedActor, ArticulatedLinkActor
-from .articulated.system import ArticulationSystem, add_single_dof_constraint
+from .articulated import constraints as articulated_constraints
+from .articulated.system import ArticulationSystem
 from .constraints.system import ConstraintSceneMixin
 from .contact.system import ContactSceneMixin, ContactSystem
 from .geometry_types import SceneHandle
@@ -249,15 +251,45 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         return actor
 
     def create_articulated_single_dof_target_constraint(self, params=None, **kwargs):
-        """A drive on one DoF of an articulated actor: k/2 (q - target)^2 with damping (the reference's params or
-        their fields as keyword arguments; saturation must stay < 0)."""
-        return add_single_dof_constraint(self, _params_of(ArticulatedSingleDofTargetConstraintParams, params, kwargs),
-                                         "target")
+        """A drive on one DoF of an articulated actor: k/2 (q - target)^2 with damping and optional saturation (the
+        reference's params or their fields as keyword arguments). Returns its `ArticulatedConstraint`."""
+        return articulated_constraints.create(self, _params_of(ArticulatedSingleDofTargetConstraintParams, params,
+                                                               kwargs))
 
     def create_articulated_single_dof_range_constraint(self, params=None, **kwargs):
-        """A soft range [min_value, max_value] on one DoF of an articulated actor (saturation must stay < 0)."""
-        return add_single_dof_constraint(self, _params_of(ArticulatedSingleDofRangeConstraintParams, params, kwargs),
-                                         "range")
+        """A soft range [min_value, max_value] on one DoF of an articulated actor."""
+        return articulated_constraints.create(self, _params_of(ArticulatedSingleDofRangeConstraintParams, params,
+                                                               kwargs))
+
+    def create_articulated3d_rotation_target_constraint(self, params=None, **kwargs):
+        """A rotation target on a SPHERICAL / FREE joint: k/2 |log(R_j R_t^T)|^2 with damping and saturation."""
+        return articulated_constraints.create(self, _params_of(Articulated3dRotationTargetConstraintParams, params,
+                                                               kwargs))
+
+    def create_articulated3d_rotation_range_constraint(self, params=None, **kwargs):
+        """A soft range [min_values, max_values] (rad) on a SPHERICAL / FREE joint's rotation vector."""
+        return articulated_constraints.create(self, _params_of(Articulated3dRotationRangeConstraintParams, params,
+                                                               kwargs))
+
+    def get_constraints(self) -> list:
+        """Every live constraint: the rigid ones in creation order, then the articulated ones in creation order."""
+        extra = [] if self._articulations is None else list(self._articulations.constraints.values())
+        return super().get_constraints() + extra
+
+    def get_num_constraints(self) -> int:
+        """Rigid and articulated constraints."""
+        extra = 0 if self._articulations is None else len(self._articulations.constraints)
+        return super().get_num_constraints() + extra
+
+    def destroy_constraint(self, constraint_or_handle) -> None:
+        """As the rigid constraints' (sim/constraints/system.py); an `ArticulatedConstraint` is given as the object."""
+        if isinstance(constraint_or_handle, articulated_constraints.ArticulatedConstraint):
+            if self._articulations is None:  # its actor went with the scene's last articulation, or another scene's
+                constraint_or_handle._live()
+                raise ValueError(f"{constraint_or_handle!r} belongs to another scene")
+            self._articulations.destroy_constraint(constraint_or_handle)
+            return
+        super().destroy_constraint(constraint_or_handle)
 
     def get_actor(self, actor):
         """The actor with handle ``actor`` (an actor is accepted too)."""

@@ -42,8 +42,7 @@ OUT_OF_SCOPE = {
         "rod": _names("""ActorSegmentElementType DynamicArrayRoutingElement RodElementRotationToRigidConstraintParams
             RoutingElement RoutingElementType create_mesh_shape"""),
         # the articulated params, enum and info structs are checked (exported); the rest waits
-        "articulated": _names("""Articulated3dRotationRangeConstraintParams Articulated3dRotationTargetConstraintParams
-            ArticulatedCycleJoint ArticulatedSkinParams DynamicArrayArticulatedCycleJoint DynamicArrayArticulatedCycleJointParams
+        "articulated": _names("""ArticulatedCycleJoint ArticulatedSkinParams DynamicArrayArticulatedCycleJoint DynamicArrayArticulatedCycleJointParams
             DynamicArrayArticulatedDofInfo DynamicArrayArticulatedJointFrictionParams DynamicArrayArticulatedJointParams
             DynamicArrayArticulatedJointType DynamicArrayArticulatedLinkParams DynamicArrayPoseConstraintInfo
             DynamicArrayPoseTrackingParams PoseConstraintInfo PoseConstraintType
@@ -88,7 +87,6 @@ OUT_OF_SCOPE = {
             set_zero_displacements_and_velocities"""),
     },
     "Scene": {
-        "articulated": _names("""create_articulated3d_rotation_range_constraint create_articulated3d_rotation_target_constraint"""),
         "soft": _names("""create_deformable_node_position_constraint create_deformable_node_to_deformable_node_constraint
             create_deformable_node_to_rigid_constraint create_soft_actor create_soft_skinned_actor"""),
         "rod": _names("create_rod_element_rotation_to_rigid_constraint"),

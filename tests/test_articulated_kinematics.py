@@ -106,7 +106,7 @@ def test_rotvec_increment_jacobian_is_the_derivative_of_the_lie_increment():
         d = eps * np.eye(3)[a]
         plus = lie.log_so3(lie.exp_so3(np.broadcast_to(d, theta.shape)) @ lie.exp_so3(theta))
         minus = lie.log_so3(lie.exp_so3(np.broadcast_to(-d, theta.shape)) @ lie.exp_so3(theta))
-        # exact above 2e-2 rad; below it the engine's first-order form, off by |theta|^2/12 relative (< 1e-9 here)
+        # exact above the switch (kinematics._FIRST_ORDER_ANGLE, 0.0186 rad); below it the engine's first-order form, off by |theta|^2/12 relative (< 1e-9 here)
         assert np.abs((plus - minus) / (2 * eps) - jinv[:, :, a]).max() < 1e-8
 
 

@@ -35,6 +35,8 @@ REFERENCE_METHODS = [
     "set_articulated_joint_velocities", "set_articulated_pose_from_joints", "set_articulated_pose_from_links",
     "set_articulated_target_pose", "set_articulated_target_velocity", "set_external_forces_on_dofs",
     "set_articulated_pose_controller_params", "get_articulated_target_link_transforms", "get_dof_values",
+    "set_articulated_target_link_transforms", "reset_articulated_target_link_transforms",
+    "get_articulated_controller_force", "register_query", "cancel_query", "is_query_supported",
 ]
 LINK_METHODS = ["get_articulated_actor", "get_articulated_jacobian", "is_nested_link_actor"]
 # 1.0.1, the five-joint chain below (FREE, SPHERICAL, PRISMATIC, REVOLUTE with limits [-0.5, 0.7], HARD) at pose Q and
@@ -325,8 +327,8 @@ def test_single_dof_constraints_through_the_scene_match_the_oracle_and_refuse_ba
     rigid = scene.create_rigid_actor(shape=SHAPE, density=1000.0, world_from_local=mochi.TransformRT(translation=[5, 0, 0]))
     with pytest.raises(ValueError, match="articulated actor"):
         scene.create_articulated_single_dof_target_constraint(actor=rigid.get_handle(), joint_index=0)
-    with pytest.raises(ValueError, match="saturation"):
-        scene.create_articulated_single_dof_target_constraint(actor=a, joint_index=0, saturation=1.0)
+    with pytest.raises(ValueError, match="saturation must not be zero"):
+        scene.create_articulated_single_dof_target_constraint(actor=a, joint_index=0, saturation=0.0)
     with pytest.raises(ValueError, match="dof_index"):
         scene.create_articulated_single_dof_range_constraint(actor=a, joint_index=1, dof_index=1)
     with pytest.raises(ValueError, match="min_value"):

@@ -16,6 +16,7 @@ import numpy as np
 from .. import lie
 from ..actor import RigidActor
 from ..geometry_types import ActorType
+from ..params import QueryType
 from ..transforms import TransformRT
 from ..validation import real_array
 from . import worlds as per_world
@@ -282,6 +283,7 @@ class ArticulatedActor:
         self._require_controller()
         o = self._oracle
         o.controller = o.target_pose = o.target_pose_old = o._target_velocity = None
+        o.link_offset_com = o.link_offset_rot = o.link_offset_com_old = o.link_offset_rot_old = None
         self._pending_velocity = self._pending_set = None
 
     def get_articulated_pose_controller_params(self, out_params: PoseControllerParams | None = None):
@@ -300,6 +302,7 @@ class ArticulatedActor:
         self._require_controller()
         o = self._oracle
         kept = (o.controller, o.target_pose, o.target_pose_old, o._target_velocity)
+        offsets = (o.link_offset_com, o.link_offset_rot, o.link_offset_com_old, o.link_offset_rot_old)
         o.controller = None
         try:
             o.add_pose_controller(params)
@@ -308,13 +311,18 @@ class ArticulatedActor:
             raise
         finally:
             o.target_pose, o.target_pose_old, o._target_velocity = kept[1], kept[2], kept[3]
+            o.link_offset_com, o.link_offset_rot, o.link_offset_com_old, o.link_offset_rot_old = offsets
         self._controller_params = copy.deepcopy(params)
 
     def get_articulated_target_link_transforms(self, out_world_from_targets=None, world: int = 0) -> list:
-        """World transforms of the link frames at the controller's target pose."""
+        """World transforms of the link targets: the links of the target pose, or the transforms given to
+        set_articulated_target_link_transforms."""
         self._require_controller()
-        rot, origin, _ = forward_kinematics(self.model, self._oracle.target_pose[self._world(world)][None])
-        value = [TransformRT.from_matrix(r, t) for r, t in zip(rot[0], origin[0])]
+        o, w = self._oracle, self._world(world)
+        rot, _, com = forward_kinematics(self.model, o.target_pose[w][None])
+        rot = o.link_offset_rot[w] @ rot[0]
+        origin = com[0] + o.link_offset_com[w] - np.einsum("lij,lj->li", rot, self.model.com_local)
+        value = [TransformRT.from_matrix(r, t) for r, t in zip(rot, origin)]
         return _out_list(out_world_from_targets, value, "out_world_from_targets")
 
     def get_dof_values(self, dof_indices, out_dof_values=None, world: int = 0) -> np.ndarray:
@@ -333,13 +341,32 @@ class ArticulatedActor:
     def set_articulated_target_pose(self, pose, world: int | None = None) -> None:
         """The controller's target; its change since the previous step acts as the target's velocity."""
         self._require_controller()
-        self._oracle.target_pose[self._scene._worlds(world)] = self._dof_vector(pose, "pose")
+        self._set_target(self._scene._worlds(world), self._dof_vector(pose, "pose"))
+
+    def _set_target(self, worlds, pose, world_from_targets=None) -> None:
+        """Target pose of ``worlds``, and the link targets' offsets from its links (none without transforms)."""
+        o = self._oracle
+        o.target_pose[worlds] = pose
+        o.link_offset_com[worlds] = 0.0
+        o.link_offset_rot[worlds] = np.eye(3)
+        if world_from_targets is None:
+            return
+        rot, _, com = forward_kinematics(self.model, pose[None])
+        given_rot = np.array([t.rotation_matrix for t in world_from_targets])
+        given_com = np.einsum("lij,lj->li", given_rot, self.model.com_local) + np.array(
+            [t.translation_array for t in world_from_targets])
+        o.link_offset_com[worlds] = given_com - com[0]
+        o.link_offset_rot[worlds] = given_rot @ np.swapaxes(rot[0], -1, -2)
 
     def reset_articulated_target_pose(self, pose, world: int | None = None) -> None:
         """The controller's target with zero target velocity for the next step."""
         self._require_controller()
+        self._reset_target(world, self._dof_vector(pose, "pose"))
+
+    def _reset_target(self, world, pose, world_from_targets=None) -> None:
+        self._require_controller()
         worlds = self._scene._worlds(world)
-        self._oracle.target_pose[worlds] = self._dof_vector(pose, "pose")
+        self._set_target(worlds, pose, world_from_targets)
         self._pending_velocity[worlds] = 0.0
         self._pending_set[worlds] = True
 
@@ -349,6 +376,49 @@ class ArticulatedActor:
         worlds = self._scene._worlds(world)
         self._pending_velocity[worlds] = self._dof_vector(velocity, "velocity")
         self._pending_set[worlds] = True
+
+    def set_articulated_target_link_transforms(self, world_from_targets, world: int | None = None) -> None:
+        """The controller's target as link transforms (one TransformRT per link): the target pose is the pose whose
+        links best match them (as set_articulated_pose_from_links); its change acts as the target's velocity."""
+        self._require_controller()
+        self._set_target(self._scene._worlds(world), self._pose_from_links(world_from_targets), world_from_targets)
+
+    def reset_articulated_target_link_transforms(self, world_from_targets, world: int | None = None) -> None:
+        """As set_articulated_target_link_transforms, with zero target velocity for the next step."""
+        self._reset_target(world, self._pose_from_links(world_from_targets), world_from_targets)
+
+    # --- queries ------------------------------------------------------------------------------------------------
+    def is_query_supported(self, type) -> bool:  # noqa: A002 (the reference's argument name)
+        return QueryType(type) == QueryType.ARTICULATED_CONTROLLER_FORCE
+
+    def register_query(self, type) -> QueryType:  # noqa: A002
+        """ARTICULATED_CONTROLLER_FORCE only: the controller's force is kept from the next step on."""
+        self._check_alive()
+        query = QueryType(type)
+        if query != QueryType.ARTICULATED_CONTROLLER_FORCE:
+            raise ValueError(f"type: an articulated actor supports QueryType.ARTICULATED_CONTROLLER_FORCE only, got "
+                             f"{query!r}")
+        self._oracle.want_controller_force = True
+        return query
+
+    def cancel_query(self, handle) -> None:
+        self._check_alive()
+        if QueryType(handle) == QueryType.ARTICULATED_CONTROLLER_FORCE:
+            self._oracle.want_controller_force = False
+            self._oracle.controller_force = None
+
+    def get_articulated_controller_force(self, out_forces=None, world: int = 0) -> np.ndarray:
+        """The pose controller's generalized force on each DoF (N or N m) at the end of the last step: minus the
+        gradient of its constraints' energy there (zeros without a controller). Needs
+        register_query(QueryType.ARTICULATED_CONTROLLER_FORCE) before that step."""
+        w = self._world(world)
+        if not self._oracle.want_controller_force:
+            raise RuntimeError(f"articulated actor {self.get_name()!r}: register_query(QueryType."
+                               f"ARTICULATED_CONTROLLER_FORCE) first; the force comes with the next step")
+        if self._oracle.controller_force is None:
+            raise RuntimeError(f"articulated actor {self.get_name()!r}: the controller force is available after the "
+                               f"next step")
+        return _out(out_forces, self._oracle.controller_force[w].copy(), "out_forces")
 
     def get_articulated_target_pose(self, out_pose=None, world: int = 0) -> np.ndarray:
         self._require_controller()
@@ -362,6 +432,7 @@ class ArticulatedActor:
             return
         w = np.flatnonzero(self._pending_set[worlds])
         sub.target_pose_old[w] = add_delta(self.model, sub.target_pose[w], -dt * self._pending_velocity[worlds[w]])
+        sub.link_offset_com_old[w], sub.link_offset_rot_old[w] = sub.link_offset_com[w], sub.link_offset_rot[w]
         self._pending_set[worlds] = False
 
 

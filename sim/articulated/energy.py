@@ -17,7 +17,12 @@ What the released engine does, and so what these do (tests/reference_data/articu
 * Soft limits: k/2 g^2 with g = max(q - upper, 0) + max(lower - q, 0) per DoF, plus d/(2 dt) (g(q) - g(q0))^2;
   a SPHERICAL joint's limits act on the components of its rotation vector.
 * Single-DoF target drives: k/2 (q - target)^2 + d/(2 dt) ((q - target) - (q0 - target0))^2; single-DoF range
-  constraints as the soft limits.
+  constraints as the soft limits. 3D rotation targets on a SPHERICAL / FREE joint are the pose controller's joint
+  rotation target; 3D rotation ranges are soft limits on the joint's rotation vector, g_i = max(x_i - max_i,
+  min_i - x_i, 0).
+* Saturation gbar > 0 on any constraint (sim/constraints/base.py, the reference's IPCstepC1): the elastic part
+  k/2 |g|^2 becomes k gbar rho(|g|), so the force is capped at k gbar; damping is unchanged. Newton takes the
+  fitted Hessian kappa = k gbar rho'(x)/x (the engine's default); ``hessian="exact"`` adds the radial part.
 * Cycle joints: k/2 |x_anchor - x_pivot|^2, the pivot the cycle joint's origin in the child link (the inverse
   of joint_from_child_link), the anchor the pivot's place in the parent link at the zero pose.
 * Pose controller (constraints, as the engine builds it): 1-DoF joint tracking is a single-DoF target drive;
@@ -36,6 +41,7 @@ import numpy as np
 from scipy import special
 
 from .. import lie
+from ..contact.ramp import step_c1
 from ..potentials.inertia import project_psd_3x3
 from .kinematics import joint_transforms, link_jacobians, rotvec_increment_jacobian
 from .params import ArticulatedJointType as JT
@@ -43,13 +49,14 @@ from .params import ArticulatedJointType as JT
 
 @dataclass
 class Drive:
-    """A single-DoF target drive on DoF ``dof`` (saturation is not modelled: the constraint's saturation < 0)."""
+    """A single-DoF target drive on DoF ``dof``; target and target_old are floats or (W,) arrays."""
 
     dof: int
     target: float
     stiffness: float
     damping: float
     target_old: float | None = None  # the target at the stage start; None -> same as target
+    saturation: float = -1.0  # > 0 caps the elastic force at stiffness * saturation
 
 
 @dataclass
@@ -63,6 +70,7 @@ class RotationTarget:
     target_old: np.ndarray  # (W, 3, 3)
     stiffness: float
     damping: float
+    saturation: float = -1.0
 
 
 @dataclass
@@ -74,6 +82,7 @@ class PositionTarget:
     target_old: np.ndarray  # (W, 3)
     stiffness: float
     damping: float
+    saturation: float = -1.0
 
 
 @dataclass
@@ -85,6 +94,20 @@ class RangeConstraint:
     max_value: float
     stiffness: float
     damping: float
+    saturation: float = -1.0
+
+
+@dataclass
+class RotationRange:
+    """A 3D rotation range on a SPHERICAL / FREE joint's rotation vector x (its pose block): g_i = max(x_i - upper_i,
+    lower_i - x_i, 0), k/2 |g|^2 + d/(2 dt) |g - g0|^2 (or the saturated elastic part)."""
+
+    joint: int
+    lower: np.ndarray  # (3,)
+    upper: np.ndarray  # (3,)
+    stiffness: float
+    damping: float
+    saturation: float = -1.0
 
 
 @dataclass
@@ -98,7 +121,7 @@ class StageData:
     joint_velocity0: np.ndarray  # (W, D)
     gravity: np.ndarray  # (W, 3)
     drives: list = field(default_factory=list)
-    ranges: list = field(default_factory=list)  # RangeConstraint
+    ranges: list = field(default_factory=list)  # RangeConstraint, RotationRange
     tracking: list = field(default_factory=list)  # RotationTarget, PositionTarget (the pose controller)
     dof_loads: np.ndarray | None = None  # (W, D) generalized forces (set_external_forces_on_dofs); None -> none
     # Rotor-inertia predictors of SPHERICAL / FREE joints (the joint's own motion, as a rigid body's): (W, L, ...)
@@ -316,17 +339,47 @@ def soft_limits(model, q, stage: StageData):
     return energy, grad, hess
 
 
-def ranges(model, q, stage: StageData):
+def elastic(stiffness: float, saturation: float, norm2):
+    """The constraints' elastic part at |g|^2 = norm2: (energy, kappa = dU/d|g| / |g|, radial = the exact Hessian's
+    extra factor along g/|g|): k/2 |g|^2, or k gbar rho(|g|) with saturation gbar > 0 (module docstring)."""
+    if not saturation > 0:
+        return 0.5 * stiffness * norm2, np.full_like(norm2, stiffness), np.zeros_like(norm2)
+    ramp = step_c1(np.sqrt(norm2), np.full_like(norm2, saturation), check=False)
+    cap = stiffness * saturation
+    return cap * ramp.value, cap * ramp.d1_over_x, cap * (ramp.d2 - ramp.d1_over_x)
+
+
+def _range_gap(x, lower, upper):
+    """g = max(x - upper, 0) + max(lower - x, 0) and dg/dx, elementwise."""
+    gap = np.maximum(x - upper, 0.0) + np.maximum(lower - x, 0.0)
+    return gap, (x > upper).astype(np.float64) - (x < lower)
+
+
+def ranges(model, q, stage: StageData, hessian: str = "fitted"):
+    """Single-DoF range constraints, and 3D rotation ranges chained through the rotation vector's increment
+    Jacobian (Gauss-Newton, as the spherical soft limits)."""
     energy, grad, hess = _zeros(q)
     for rc in stage.ranges:
-        x, x0 = q[:, rc.dof], stage.q0[:, rc.dof]
-        gap = np.maximum(x - rc.max_value, 0.0) + np.maximum(rc.min_value - x, 0.0)
-        gap0 = np.maximum(x0 - rc.max_value, 0.0) + np.maximum(rc.min_value - x0, 0.0)
-        slope = (x > rc.max_value).astype(np.float64) - (x < rc.min_value)
         c = rc.damping / stage.dt
-        energy += 0.5 * rc.stiffness * gap * gap + 0.5 * c * (gap - gap0) ** 2
-        grad[:, rc.dof] += (rc.stiffness * gap + c * (gap - gap0)) * slope
-        hess[:, rc.dof, rc.dof] += (rc.stiffness + c) * slope * slope
+        if isinstance(rc, RotationRange):
+            o = model.dof_info[rc.joint].get_rot_offset()
+            sl = slice(o, o + 3)
+            gap, slope = _range_gap(q[:, sl], rc.lower, rc.upper)
+            gap0, _ = _range_gap(stage.q0[:, sl], rc.lower, rc.upper)
+            e, kappa, _ = elastic(rc.stiffness, rc.saturation, np.einsum("wi,wi->w", gap, gap))
+            energy += e + 0.5 * c * np.einsum("wi,wi->w", gap - gap0, gap - gap0)
+            jinv = slope[:, :, None] * rotvec_increment_jacobian(q[:, sl])  # dg/d(increment)
+            grad[:, sl] += np.einsum("wki,wk->wi", jinv, kappa[:, None] * gap + c * (gap - gap0))
+            hess[:, sl, sl] += (kappa + c)[:, None, None] * np.einsum("wki,wkj->wij", jinv, jinv)
+            continue
+        x, x0 = q[:, rc.dof], stage.q0[:, rc.dof]
+        gap, slope = _range_gap(x, rc.min_value, rc.max_value)
+        gap0, _ = _range_gap(x0, rc.min_value, rc.max_value)
+        e, kappa, radial = elastic(rc.stiffness, rc.saturation, gap * gap)
+        energy += e + 0.5 * c * (gap - gap0) ** 2
+        grad[:, rc.dof] += (kappa * gap + c * (gap - gap0)) * slope
+        curvature = kappa + radial if hessian == "exact" else kappa
+        hess[:, rc.dof, rc.dof] += (curvature + c) * slope * slope
     return energy, grad, hess
 
 
@@ -349,22 +402,24 @@ def dof_loads(model, q, stage: StageData):
     return energy, grad, hess
 
 
-def drives(model, q, stage: StageData):
+def drives(model, q, stage: StageData, hessian: str = "fitted"):
     energy, grad, hess = _zeros(q)
     for dr in stage.drives:
         target_old = dr.target if dr.target_old is None else dr.target_old
         g = q[:, dr.dof] - dr.target
         dg = g - (stage.q0[:, dr.dof] - target_old)
         c = dr.damping / stage.dt
-        energy += 0.5 * dr.stiffness * g * g + 0.5 * c * dg * dg
-        grad[:, dr.dof] += dr.stiffness * g + c * dg
-        hess[:, dr.dof, dr.dof] += dr.stiffness + c
+        e, kappa, radial = elastic(dr.stiffness, dr.saturation, g * g)
+        energy += e + 0.5 * c * dg * dg
+        grad[:, dr.dof] += kappa * g + c * dg
+        hess[:, dr.dof, dr.dof] += (kappa + radial if hessian == "exact" else kappa) + c
     return energy, grad, hess
 
 
 def tracking(model, q, stage: StageData):
     """Pose-controller constraints: joint and link rotation targets and link CoM position targets (the 1-DoF joint
-    targets are `drives`). Gradients chain through the Lie increment; Hessians are Gauss-Newton (k + d/dt) G^T G."""
+    targets are `drives`) and the 3D rotation target constraints (kind "joint"). Gradients chain through the Lie
+    increment; Hessians are Gauss-Newton (kappa + d/dt) G^T G."""
     energy, grad, hess = _zeros(q)
     if not stage.tracking:
         return energy, grad, hess
@@ -390,9 +445,10 @@ def tracking(model, q, stage: StageData):
             g = lie.log_so3(r @ np.swapaxes(t.target, -1, -2))
             g0 = lie.log_so3(r0 @ np.swapaxes(t.target_old, -1, -2))
             gmap = rotvec_increment_jacobian(g) @ dtheta
-        energy += 0.5 * t.stiffness * np.einsum("wi,wi->w", g, g) + 0.5 * c * np.einsum("wi,wi->w", g - g0, g - g0)
-        grad += np.einsum("wid,wi->wd", gmap, t.stiffness * g + c * (g - g0))
-        hess += (t.stiffness + c) * np.einsum("wid,wie->wde", gmap, gmap)
+        e, kappa, _ = elastic(t.stiffness, t.saturation, np.einsum("wi,wi->w", g, g))
+        energy += e + 0.5 * c * np.einsum("wi,wi->w", g - g0, g - g0)
+        grad += np.einsum("wid,wi->wd", gmap, kappa[:, None] * g + c * (g - g0))
+        hess += (kappa + c)[:, None, None] * np.einsum("wid,wie->wde", gmap, gmap)
     return energy, grad, hess
 
 

@@ -16,7 +16,7 @@ BACKWARD_EULER, as in the engine.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -25,7 +25,9 @@ from ..step.integration import combine_rotations, combine_vectors, effective_tab
 from ..params import DEFAULT_GRAVITY, IntegrationMethod
 from ..step.pipeline import velocity_sym_for_spin
 from ..validation import as_int, bounded_real, real_array
-from .energy import Drive, PositionTarget, RangeConstraint, RotationTarget, StageData, total
+from ..constraints.params import check_saturation
+from .energy import (Drive, PositionTarget, RangeConstraint, RotationRange, RotationTarget, StageData, drives as
+                     drive_terms, total, tracking as tracking_terms)
 from .kinematics import add_delta, forward_kinematics, joint_transforms, link_jacobians, pose_delta
 from .model import ArticulationModel
 from .params import ArticulatedJointType as JT
@@ -35,6 +37,41 @@ from .params import PoseControllerParams, PoseTrackingParams
 _ARMIJO = 1e-4
 # Relative size of float64 round-off in the summed stage energy (tens of terms of size ~m |dc|^2 / dt^2).
 _ENERGY_ROUND_OFF = 1e-13
+
+
+@dataclass
+class ConstraintRecord:
+    """One articulated constraint of an oracle. Targets are per world in the oracle's ``constraint_target`` (and the
+    previous step's in ``constraint_target_old``) at columns slot.. (1 for a DoF target, 9 for a rotation matrix)."""
+
+    kind: str  # "single_dof_target", "single_dof_range", "rotation_target" or "rotation_range"
+    joint: int
+    dof: int  # the DoF (single-DoF kinds) or the first DoF of the joint's rotation block
+    stiffness: float
+    damping: float
+    saturation: float
+    lower: np.ndarray | None = None  # range kinds: (1,) or (3,)
+    upper: np.ndarray | None = None
+    slot: int = -1  # target kinds: first column in constraint_target
+
+    @property
+    def width(self) -> int:
+        return {"single_dof_target": 1, "rotation_target": 9}.get(self.kind, 0)
+
+
+def checked_rotation(value, name: str) -> np.ndarray:
+    """A finite proper rotation matrix (3, 3), within round-off of orthonormal."""
+    rot = real_array(value, name)
+    if rot.shape != (3, 3) or not np.all(np.isfinite(rot)):
+        raise ValueError(f"{name} must be a finite 3x3 rotation matrix, got shape {rot.shape}")
+    if np.abs(rot.T @ rot - np.eye(3)).max() > 1e-9 or np.linalg.det(rot) < 0:
+        raise ValueError(f"{name} must be a rotation (orthonormal, det +1)")
+    return rot.copy()
+
+
+def _compliance(stiffness, damping, saturation):
+    return (bounded_real(stiffness, "stiffness", 0.0, np.inf), bounded_real(damping, "damping", 0.0, np.inf),
+            check_saturation(bounded_real(saturation, "saturation", -np.inf, np.inf)))
 
 
 @dataclass
@@ -57,14 +94,21 @@ class ArticulatedOracle:
         self.num_worlds = as_int(num_worlds, "num_worlds", 1, 1 << 20)
         self.gravity = np.broadcast_to(real_array(gravity, "gravity"), (self.num_worlds, 3)).copy()
         self.q = np.zeros((self.num_worlds, model.num_dofs))
-        self.drives: list[Drive] = []
-        self.ranges: list[RangeConstraint] = []
+        self.constraints: list[ConstraintRecord] = []
+        self.constraint_target = np.zeros((self.num_worlds, 0))  # (W, S): the target kinds' columns (their slot)
+        self.constraint_target_old = np.zeros((self.num_worlds, 0))
         self.dof_loads = np.zeros((self.num_worlds, model.num_dofs))
         self.controller = None  # PoseControllerParams once add_pose_controller is called
         self.target_pose = self.target_pose_old = None  # (W, D) the controller's target and old target
+        # Link targets given as transforms (set_articulated_target_link_transforms) differ from the target pose's
+        # links: kept as offsets, CoM (W, L, 3) added and rotation (W, L, 3, 3) applied on the left; zero and
+        # identity when the target is a pose. The _old ones are the previous step's.
+        self.link_offset_com = self.link_offset_rot = self.link_offset_com_old = self.link_offset_rot_old = None
         self.joint_velocity = np.broadcast_to(model.joint_velocities, self.q.shape).copy()
         self._velocities_from_joints()
         self.last_iterations = np.zeros(self.num_worlds, dtype=np.int64)
+        self.controller_force = None  # (W, D) once the controller force is wanted (want_controller_force)
+        self.want_controller_force = False
 
     def _velocities_from_joints(self) -> None:
         m = self.model
@@ -92,13 +136,34 @@ class ArticulatedOracle:
         self.q = q.copy()
         self._velocities_from_joints()
 
+    @property
+    def drives(self) -> list:
+        return [c for c in self.constraints if c.kind == "single_dof_target"]
+
+    @property
+    def ranges(self) -> list:
+        return [c for c in self.constraints if c.kind in ("single_dof_range", "rotation_range")]
+
+    def _add(self, record: ConstraintRecord, target=None) -> ConstraintRecord:
+        """Append ``record`` with its initial target (every world; a row of width record.width) after all checks."""
+        if record.width:
+            record.slot = self.constraint_target.shape[1]
+            columns = np.broadcast_to(np.asarray(target, dtype=np.float64).reshape(-1), (self.num_worlds, record.width))
+            self.constraint_target = np.concatenate([self.constraint_target, columns], axis=1)
+            self.constraint_target_old = np.concatenate([self.constraint_target_old, columns], axis=1)
+        self.constraints.append(record)
+        return record
+
+    def remove_constraint(self, record: ConstraintRecord) -> None:
+        """Drop ``record``; its target columns stay (unused), so the other records' slots hold."""
+        self.constraints.remove(record)
+
     def add_single_dof_target(self, joint_index: int, dof_index: int, target_value: float,
-                              stiffness: float = 1e6, damping: float = 0.0) -> Drive:
-        drive = Drive(dof=self._dof(joint_index, dof_index), target=bounded_real(target_value, "target_value", -np.inf, np.inf),
-                      stiffness=bounded_real(stiffness, "stiffness", 0.0, np.inf),
-                      damping=bounded_real(damping, "damping", 0.0, np.inf))
-        self.drives.append(drive)
-        return drive
+                              stiffness: float = 1e6, damping: float = 0.0, saturation: float = -1.0):
+        dof = self._dof(joint_index, dof_index)
+        target = bounded_real(target_value, "target_value", -np.inf, np.inf)
+        k, d, sat = _compliance(stiffness, damping, saturation)
+        return self._add(ConstraintRecord("single_dof_target", int(joint_index), dof, k, d, sat), target)
 
     def _dof(self, joint_index, dof_index) -> int:
         m = self.model
@@ -109,16 +174,67 @@ class ArticulatedOracle:
         return info.offset + as_int(dof_index, "dof_index", 0, info.get_size() - 1)
 
     def add_single_dof_range(self, joint_index: int, dof_index: int, min_value: float, max_value: float,
-                             stiffness: float = 1e6, damping: float = 0.0) -> RangeConstraint:
+                             stiffness: float = 1e6, damping: float = 0.0, saturation: float = -1.0):
         lo = bounded_real(min_value, "min_value", -np.inf, np.inf)
         hi = bounded_real(max_value, "max_value", -np.inf, np.inf)
         if lo > hi:
             raise ValueError(f"min_value must be <= max_value, got {lo} > {hi}")
-        rc = RangeConstraint(dof=self._dof(joint_index, dof_index), min_value=lo, max_value=hi,
-                             stiffness=bounded_real(stiffness, "stiffness", 0.0, np.inf),
-                             damping=bounded_real(damping, "damping", 0.0, np.inf))
-        self.ranges.append(rc)
-        return rc
+        dof = self._dof(joint_index, dof_index)
+        k, d, sat = _compliance(stiffness, damping, saturation)
+        return self._add(ConstraintRecord("single_dof_range", int(joint_index), dof, k, d, sat, np.array([lo]),
+                                          np.array([hi])))
+
+    def _rotation_joint(self, joint_index, what: str) -> int:
+        """The first DoF of a SPHERICAL / FREE joint's rotation block (the reference refuses other joints)."""
+        m = self.model
+        j = as_int(joint_index, "joint_index", 0, m.num_links - 1)
+        if m.joint_type[j] not in (JT.SPHERICAL, JT.FREE):
+            raise ValueError(f"joint_index: a {what} needs a joint with a 3D rotation (SPHERICAL or FREE); joint {j} "
+                             f"({m.joint_names[j]!r}) is {m.joint_type[j].name}")
+        return m.dof_info[j].get_rot_offset()
+
+    def add_rotation_target(self, joint_index: int, target, stiffness: float = 1e6, damping: float = 0.0,
+                            saturation: float = -1.0):
+        """A 3D rotation target on joint ``joint_index``'s rotation R_j (``target`` a rotation matrix)."""
+        dof = self._rotation_joint(joint_index, "3D rotation target")
+        rot = checked_rotation(target, "target")
+        k, d, sat = _compliance(stiffness, damping, saturation)
+        return self._add(ConstraintRecord("rotation_target", int(joint_index), dof, k, d, sat), rot)
+
+    def add_rotation_range(self, joint_index: int, min_values, max_values, stiffness: float = 1e6,
+                           damping: float = 0.0, saturation: float = -1.0):
+        """A 3D rotation range [min_values, max_values] (rad) on joint ``joint_index``'s rotation vector."""
+        dof = self._rotation_joint(joint_index, "3D rotation range")
+        bounds = []
+        for name, v in (("min_values", min_values), ("max_values", max_values)):
+            arr = real_array(v, name).reshape(-1)
+            if arr.shape != (3,) or np.any(np.isnan(arr)):
+                raise ValueError(f"{name} must be 3 numbers (rad, not NaN), got {np.asarray(v).tolist()}")
+            bounds.append(arr.copy())
+        bad = np.flatnonzero(bounds[0] > bounds[1])
+        if bad.size:
+            raise ValueError(f"min_values must be <= max_values, got {bounds[0][bad[0]]} > {bounds[1][bad[0]]} on "
+                             f"component {int(bad[0])}")
+        k, d, sat = _compliance(stiffness, damping, saturation)
+        return self._add(ConstraintRecord("rotation_range", int(joint_index), dof, k, d, sat, *bounds))
+
+    def _constraint_terms(self):
+        """(drives, ranges, tracking) of the constraints, with each world's targets."""
+        drives, ranges, tracking = [], [], []
+        ct, cto = self.constraint_target, self.constraint_target_old
+        for c in self.constraints:
+            if c.kind == "single_dof_target":
+                drives.append(Drive(c.dof, ct[:, c.slot], c.stiffness, c.damping, cto[:, c.slot], c.saturation))
+            elif c.kind == "single_dof_range":
+                ranges.append(RangeConstraint(c.dof, float(c.lower[0]), float(c.upper[0]), c.stiffness, c.damping,
+                                              c.saturation))
+            elif c.kind == "rotation_range":
+                ranges.append(RotationRange(c.joint, c.lower, c.upper, c.stiffness, c.damping, c.saturation))
+            else:
+                cols = slice(c.slot, c.slot + 9)
+                tracking.append(RotationTarget(c.joint, "joint", ct[:, cols].reshape(-1, 3, 3),
+                                               cto[:, cols].reshape(-1, 3, 3), c.stiffness, c.damping, c.saturation))
+        return drives, ranges, tracking
 
     def set_external_forces_on_dofs(self, dof_indices, force_values) -> None:
         """Constant generalized forces on DoFs (N or N m), replacing earlier ones, in every world."""
@@ -148,12 +264,18 @@ class ArticulatedOracle:
             for i, e in enumerate(entries):
                 k = bounded_real(e.stiffness, f"{name}[{i}].stiffness", 0.0, np.inf)
                 d = bounded_real(e.damping, f"{name}[{i}].damping", 0.0, np.inf)
-                if bounded_real(e.saturation, f"{name}[{i}].saturation", -np.inf, np.inf) >= 0:
-                    raise ValueError(f"{name}[{i}].saturation: saturated tracking is not modelled yet; use < 0")
-            slices[name] = [(float(e.stiffness), float(e.damping)) for e in entries] * (n if len(entries) == 1 else 1)
+                try:
+                    check_saturation(bounded_real(e.saturation, f"{name}[{i}].saturation", -np.inf, np.inf))
+                except ValueError as exc:
+                    raise ValueError(f"{name}[{i}].saturation: {exc}") from exc
+            slices[name] = [(float(e.stiffness), float(e.damping), float(e.saturation)) for e in entries] * (
+                n if len(entries) == 1 else 1)
         self.controller = slices
         self.target_pose = self.q.copy()
         self.target_pose_old = self.q.copy()
+        self.link_offset_com = np.zeros((self.num_worlds, self.model.num_links, 3))
+        self.link_offset_rot = np.broadcast_to(np.eye(3), self.link_offset_com.shape + (3,)).copy()
+        self.link_offset_com_old, self.link_offset_rot_old = self.link_offset_com.copy(), self.link_offset_rot.copy()
         # The engine starts the target velocity at the joints' velocity: the next step's old target is
         # target (-) dt qdot, and only after that step does a moved target act as the target's velocity.
         self._target_velocity = self.joint_velocity.copy()
@@ -191,22 +313,24 @@ class ArticulatedOracle:
         drives, tracking = [], []
         trot, _, tcom = forward_kinematics(m, self.target_pose)
         trot0, _, tcom0 = forward_kinematics(m, self.target_pose_old)
+        tcom, trot = tcom + self.link_offset_com, self.link_offset_rot @ trot
+        tcom0, trot0 = tcom0 + self.link_offset_com_old, self.link_offset_rot_old @ trot0
         jrot, _ = joint_transforms(m, self.target_pose)
         jrot0, _ = joint_transforms(m, self.target_pose_old)
         for i, info in enumerate(m.dof_info):
-            k, d = self.controller["joint_tracking"][i]
+            k, d, sat = self.controller["joint_tracking"][i]
             if (k or d) and info.get_size() == 1:
                 o = info.offset
                 drives.append(Drive(dof=o, target=self.target_pose[:, o], stiffness=k, damping=d,
-                                    target_old=self.target_pose_old[:, o]))
+                                    target_old=self.target_pose_old[:, o], saturation=sat))
             elif (k or d) and info.rot_size == 3:
-                tracking.append(RotationTarget(i, "joint", jrot[:, i], jrot0[:, i], k, d))
-            k, d = self.controller["link_pos_tracking"][i]
+                tracking.append(RotationTarget(i, "joint", jrot[:, i], jrot0[:, i], k, d, sat))
+            k, d, sat = self.controller["link_pos_tracking"][i]
             if k or d:
-                tracking.append(PositionTarget(i, tcom[:, i], tcom0[:, i], k, d))
-            k, d = self.controller["link_rot_tracking"][i]
+                tracking.append(PositionTarget(i, tcom[:, i], tcom0[:, i], k, d, sat))
+            k, d, sat = self.controller["link_rot_tracking"][i]
             if k or d:
-                tracking.append(RotationTarget(i, "link", trot[:, i], trot0[:, i], k, d))
+                tracking.append(RotationTarget(i, "link", trot[:, i], trot0[:, i], k, d, sat))
         return drives, tracking
 
     def link_transforms(self):
@@ -267,6 +391,7 @@ class ArticulatedOracle:
         hist = self._history[:tab.num_history]
         if self.controller is not None and self._target_velocity is not None:
             self.target_pose_old = add_delta(self.model, self.target_pose, -dt * self._target_velocity)
+            self.link_offset_com_old, self.link_offset_rot_old = self.link_offset_com.copy(), self.link_offset_rot.copy()
             self._target_velocity = None
         self._stage_controller = self._controller_terms()
         return tab, self._combine(hist[0], tab.alpha[1:], hist[1:])
@@ -285,8 +410,12 @@ class ArticulatedOracle:
         self.joint_lin, self.joint_f = result.joint_lin, result.joint_f
         self.link_omega, self.joint_omega = lie.axial(self.link_f), lie.axial(self.joint_f)
         self._history = [self._snapshot()] + self._history[:2]
+        self.constraint_target_old = self.constraint_target.copy()  # this step's targets are the next's old ones
+        if self.want_controller_force:
+            self.controller_force = self._controller_force(stages[-1].q)
         if self.controller is not None:  # the target reached this step is the next step's old target
             self.target_pose_old = self.target_pose.copy()
+            self.link_offset_com_old, self.link_offset_rot_old = self.link_offset_com.copy(), self.link_offset_rot.copy()
 
     def stage_data(self, start: _Snapshot, dt_stage: float) -> StageData:
         """What stage of length dt_stage from ``start`` holds fixed."""
@@ -294,13 +423,25 @@ class ArticulatedOracle:
         q0 = start.q
         rot0, _, com0 = forward_kinematics(m, q0)
         jrot0, jtrans0 = joint_transforms(m, q0)
-        return StageData(dt=dt_stage, q0=q0, link_pred_com=com0 + dt_stage * start.link_velocity,
-                         link_pred_rot=rot0 + dt_stage * (start.link_f @ rot0),
-                         joint_velocity0=start.joint_velocity, gravity=self.gravity,
-                         drives=self.drives + self._stage_controller[0], tracking=self._stage_controller[1],
-                         ranges=self.ranges, dof_loads=self.dof_loads,
-                         joint_pred_trans=jtrans0 + dt_stage * start.joint_lin,
-                         joint_pred_rot=jrot0 + dt_stage * (start.joint_f @ jrot0))
+        drives, ranges, tracking = self._constraint_terms()
+        self._last_stage = StageData(dt=dt_stage, q0=q0, link_pred_com=com0 + dt_stage * start.link_velocity,
+                                     link_pred_rot=rot0 + dt_stage * (start.link_f @ rot0),
+                                     joint_velocity0=start.joint_velocity, gravity=self.gravity,
+                                     drives=drives + self._stage_controller[0],
+                                     tracking=tracking + self._stage_controller[1],
+                                     ranges=ranges, dof_loads=self.dof_loads,
+                                     joint_pred_trans=jtrans0 + dt_stage * start.joint_lin,
+                                     joint_pred_rot=jrot0 + dt_stage * (start.joint_f @ jrot0))
+        return self._last_stage
+
+    def _controller_force(self, q: np.ndarray) -> np.ndarray:
+        """(W, D) generalized force of the pose controller's constraints at pose q (the end of the step's last
+        stage, with that stage's data): minus their gradient; zeros without a controller."""
+        if self.controller is None:
+            return np.zeros_like(q)
+        stage = replace(self._last_stage, drives=self._stage_controller[0], tracking=self._stage_controller[1],
+                        ranges=[])
+        return -(drive_terms(self.model, q, stage)[1] + tracking_terms(self.model, q, stage)[1])
 
     def _newton(self, stage: StageData, q0: np.ndarray, abs_tol, step_tol, max_iter):
         """Minimize the stage energy over q from q0; returns q and the Newton iterations per world."""

@@ -11,6 +11,7 @@ the forward kinematics of the articulation's pose and the link velocities (`sync
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 
 import numpy as np
@@ -22,13 +23,15 @@ from .actor import ArticulatedActor, ArticulatedLinkActor
 from .kinematics import forward_kinematics
 from .model import build_model
 from .oracle import ArticulatedOracle
-from .params import ArticulatedSingleDofRangeConstraintParams, ArticulatedSingleDofTargetConstraintParams
 
 
 class ArticulationSystem(Potential):
     def __init__(self, scene):
         self._scene = scene
         self.actors: list[ArticulatedActor] = []
+        # Handles count per scene: a later system of the same scene (after its last articulation went) goes on.
+        self._constraint_handles = scene.__dict__.setdefault("_articulated_constraint_handles", itertools.count(1))
+        self.constraints: dict = {}  # handle -> ArticulatedConstraint, live ones, in creation order
 
     def create(self, params, first_handle: int):
         """Validate ``params`` whole and build (actor, link records, link initial rows) with consecutive handles
@@ -52,6 +55,22 @@ class ArticulationSystem(Potential):
     def remove(self, actor: ArticulatedActor) -> None:
         self.actors.remove(actor)
         actor.alive = False
+        self.constraints = {h: c for h, c in self.constraints.items() if c._actor is not actor}
+
+    def add_constraint(self, actor: ArticulatedActor, record, type_name: str):
+        from .constraints import ArticulatedConstraint  # the handle module imports this one's actor types
+
+        handle = next(self._constraint_handles)
+        self.constraints[handle] = ArticulatedConstraint(actor, record, handle, type_name)
+        return self.constraints[handle]
+
+    def destroy_constraint(self, constraint) -> None:
+        """Remove a live articulated constraint (RuntimeError if destroyed, ValueError if of another scene)."""
+        if constraint._actor.get_scene() is not self._scene:
+            raise ValueError(f"{constraint!r} belongs to another scene")
+        constraint._live()
+        constraint._actor._oracle.remove_constraint(constraint._record)
+        del self.constraints[constraint.get_handle()]
 
     def link_rows(self, actor: ArticulatedActor) -> np.ndarray:
         return np.array([la._row() for la in actor._link_actors], dtype=np.int64)
@@ -97,6 +116,10 @@ class ArticulationSystem(Potential):
         if len(data) != len(self.actors):
             raise ValueError("the captured state holds another set of articulated actors")
         for actor, d in zip(self.actors, data):
+            if np.shape(d["constraint_target"])[1] != actor._oracle.constraint_target.shape[1]:
+                raise ValueError(f"the captured state holds another set of constraints on articulated actor "
+                                 f"{actor.get_name()!r}")
+        for actor, d in zip(self.actors, data):
             hist = per_world.restore(actor._oracle, d, worlds, source_worlds)
             target = slice(None) if worlds is None else np.asarray(worlds)
             src = slice(None) if worlds is None else np.asarray(source_worlds)
@@ -111,24 +134,3 @@ class ArticulationSystem(Potential):
                 else:
                     actor._pending_set[target] = np.asarray(d["pending_set"])[src]
                     actor._pending_velocity[target] = np.asarray(d["pending_velocity"])[src]
-
-
-def add_single_dof_constraint(scene, params, kind: str):
-    """A single-DoF target (``kind`` "target") or range ("range") constraint on an articulated actor's DoF, from
-    the reference's params; all of it is checked before the actor changes. Returns the oracle's Drive /
-    RangeConstraint (the reference returns a Constraint handle)."""
-    cls = ArticulatedSingleDofTargetConstraintParams if kind == "target" else ArticulatedSingleDofRangeConstraintParams
-    if not isinstance(params, cls):
-        raise TypeError(f"expected {cls.__name__}, got {type(params).__name__}")
-    actor = scene.get_actor(params.actor)
-    if not isinstance(actor, ArticulatedActor):
-        raise ValueError(f"actor must be an articulated actor (or its handle), got {actor!r}")
-    if not float(params.saturation) < 0:
-        raise ValueError(f"saturation: saturated articulated constraints are not modelled; use < 0, got "
-                         f"{params.saturation}")
-    o = actor._oracle
-    if kind == "target":
-        return o.add_single_dof_target(params.joint_index, params.dof_index, params.target_value, params.stiffness,
-                                       params.damping)
-    return o.add_single_dof_range(params.joint_index, params.dof_index, params.min_value, params.max_value,
-                                  params.stiffness, params.damping)

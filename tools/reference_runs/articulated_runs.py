@@ -221,16 +221,22 @@ def controller_target(k: int) -> list:
     return [q + 0.3 * math.sin(0.2 * k + i) for i, q in enumerate(Q0_CONTROLLER)]
 
 
-def pose_controller(shape) -> dict:
-    scene, actor = spherical_chain(shape, "pose_controller", JT.REVOLUTE, [1, 0, 0])
-    actor.set_articulated_pose_from_joints(reals(Q0_CONTROLLER))
+def controller_params(saturations=(-1.0, -1.0, -1.0)):
+    """Joint tracking 50 / 2 on every joint, link position tracking 200 / 10 on link 2, link rotation tracking
+    5 / 0.5 on link 1, with the given saturations (joint, link position, link rotation)."""
     track = sdp.PoseTrackingParams
     params = sdp.PoseControllerParams(3)
     for i in range(3):
-        params.joint_tracking[i] = track(stiffness=50.0, damping=2.0)
-    params.link_pos_tracking[2] = track(stiffness=200.0, damping=10.0)
-    params.link_rot_tracking[1] = track(stiffness=5.0, damping=0.5)
-    actor.add_articulated_pose_controller(params)
+        params.joint_tracking[i] = track(stiffness=50.0, damping=2.0, saturation=saturations[0])
+    params.link_pos_tracking[2] = track(stiffness=200.0, damping=10.0, saturation=saturations[1])
+    params.link_rot_tracking[1] = track(stiffness=5.0, damping=0.5, saturation=saturations[2])
+    return params
+
+
+def pose_controller(shape) -> dict:
+    scene, actor = spherical_chain(shape, "pose_controller", JT.REVOLUTE, [1, 0, 0])
+    actor.set_articulated_pose_from_joints(reals(Q0_CONTROLLER))
+    actor.add_articulated_pose_controller(controller_params())
 
     def retarget(k):
         target = reals(controller_target(k))
