@@ -230,7 +230,9 @@ def test_worlds_together_equal_each_alone_with_contact(method):
             assert np.array_equal(together[k][1][w], alone[k][1][0]), (w, k)
 
 
-@pytest.mark.parametrize("method", [m for m in IntegrationMethod if m is not IntegrationMethod.COUNT])
+# Backward Euler in the default lane, the other integrators in the slow lane (pytest -m slow, run by CI).
+@pytest.mark.parametrize("method", [m if m is IntegrationMethod.BACKWARD_EULER else pytest.param(m, marks=pytest.mark.slow)
+                                    for m in IntegrationMethod if m is not IntegrationMethod.COUNT])
 def test_every_integrator_steps_links_against_the_box(method):
     scene, a, box, _ = box_scene(method, cube=False)
     for _ in range(30):

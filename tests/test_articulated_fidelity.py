@@ -171,7 +171,9 @@ def test_pose_controller_trajectory_matches_the_released_engine():
 METHODS = ("bdf2", "bdf3", "dirk22", "dirk23", "dirk33", "symplectic_dirk12", "symplectic_dirk22")
 
 
-@pytest.mark.parametrize("scene", sorted(SCENES) + [f"{m}/{s}" for m in METHODS for s in sorted(RUNS[m])])
+# Backward Euler's runs in the default lane; the other integrators' in the slow lane (pytest -m slow, run by CI).
+@pytest.mark.parametrize("scene", sorted(SCENES) + [pytest.param(f"{m}/{s}", marks=pytest.mark.slow)
+                                                    for m in METHODS for s in sorted(RUNS[m])])
 def test_joint_trajectory_matches_the_released_engine(scene):
     method_name, _, scene = scene.rpartition("/")
     run = RUNS[method_name][scene] if method_name else RUNS[scene]
