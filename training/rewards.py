@@ -12,8 +12,24 @@ the spirit of ManiSkill's PushCube dense reward. Per step, in [0, 1]:
 * success (the task's: the cube within its success radius): the step's reward is the maximum, ``1``.
 
 reward = (reach + reached * place) / 2, or 1 on success; the terms go in ``info`` (``reward_reach``,
-``reward_place``, ``reward_reached``, ``reward_env``: the env's own reward). It lives here, not in a registered id,
-because it needs the gripper's position, which the observation has: the env's ids and their ``compute_reward``
+``reward_place``, ``reward_reached``, ``reward_env``: the env's own reward).
+
+``"pick_and_place_staged"`` (``PickAndPlaceStagedReward``): PickAndPlace shaped the same way (ManiSkill PickCube's
+stages), per step in [0, 1], each stage paying only once the one before it is done:
+
+* reach: ``1 - tanh(k_reach * d(grip, grasp pose))``, the grasp pose ``grasp_depth_m`` below the cube's centre;
+* close, once reached (grip within ``reached_tol_m`` of the grasp pose): the fingers' closing from fully open
+  (``max_opening_m`` between their inner faces, 0) to the cube's width (1);
+* grasped (1 or 0): reached and the fingers' gap at most the cube's width + ``grasp_gap_tol_m``;
+* lift, while grasped: the cube's bottom face's height above the table over ``lift_m``, at most 1;
+* carry, while grasped: ``1 - tanh(k_carry * d(cube, goal))``;
+* success (the task's: the cube within its success radius): the step's reward is the maximum, ``1``.
+
+reward = (reach + reached * close + grasped * (1 + lift + carry)) / 5, or 1 on success: any grasped state pays
+more than any state not grasped (at most 2 / 5). Terms in ``info``: ``reward_reach``, ``reward_close``,
+``reward_grasped``, ``reward_lift``, ``reward_carry``, ``reward_env``.
+
+Both live here, not in registered ids, because they need the gripper's state, which the observation has: the env's ids and their ``compute_reward``
 (the goal-only reward HER relabels with) stay as they are, and no id exists whose ``compute_reward`` would not
 match its ``step`` reward.
 """
