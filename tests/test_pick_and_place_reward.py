@@ -118,3 +118,19 @@ def test_bad_constants_and_envs_are_refused_by_name():
         train_mod.resolve("pick_and_place_ppo", overrides=['env_id="SuperDex/Push-v0"'])
     with pytest.raises(ValueError, match="pick_and_place_staged"):
         PickAndPlaceStagedReward.check_params({"k_rech": 1.0})
+
+
+def test_the_config_trains_and_evaluates_on_pick_and_place(tmp_path):
+    """pick_and_place_ppo.toml through train(), tiny: the shaped reward on the env's worlds, evaluated on the env's
+    own sparse reward."""
+    tiny = ["model.n_steps=32", "model.batch_size=64", "model.n_epochs=2", "model.policy_kwargs.net_arch=[32, 32]"]
+    out = tmp_path / "run"
+    result = train_mod.train("pick_and_place_ppo", output=out, total_timesteps=256, num_envs=8, eval_freq=0,
+                             eval_episodes=2, overrides=tiny, verbose=0)
+    assert result.metrics["timesteps"] == 256 and result.metrics["env_id"] == "SuperDex/PickAndPlace-v0"
+    assert len(result.curve) == 1 and -50.0 <= result.curve[0]["mean_return"] <= 0.0  # the env's -1/0 reward
+    wrappers, env = [], result.model.get_env()
+    while env is not None:  # VecNormalize -> VecMonitor -> the staged reward -> the batched env
+        wrappers.append(type(env).__name__)
+        env = getattr(env, "venv", None)
+    assert wrappers[:4] == ["VecNormalize", "VecMonitor", "PickAndPlaceStagedReward", "SuperDexSB3VecEnv"]
