@@ -59,6 +59,9 @@ def test_each_stage_term_on_hand_made_states():
     assert terms(pose, CUBE, 0.045)["grasped"] == 0
     # success is the maximum, whatever the gripper does
     assert terms(pose + [0.3, 0.3, 0.3], GOAL, 0.08, success=True)["reward"] == 1.0
+    # success_bonus: the stages share what is left, success still pays 1
+    assert terms(pose, CUBE, 0.04, success_bonus=0.4)["reward"] == pytest.approx(0.6 * (3 + carry) / 5)
+    assert terms(pose, GOAL, 0.04, success=True, success_bonus=0.4)["reward"] == 1.0
 
 
 def test_stages_rise_and_rewards_stay_in_bounds():
@@ -112,6 +115,8 @@ def test_bad_constants_and_envs_are_refused_by_name():
         train_mod.resolve("pick_and_place_ppo", overrides=["reward.lift_m=-0.01"])
     with pytest.raises(ValueError, match="must be >= 0"):
         train_mod.resolve("pick_and_place_ppo", overrides=["reward.k_carry=nan"])
+    with pytest.raises(ValueError, match="success_bonus"):
+        train_mod.resolve("pick_and_place_ppo", overrides=["reward.success_bonus=1.0"])
     with pytest.raises(ValueError, match="max_opening_m"):
         train_mod.resolve("pick_and_place_ppo", overrides=["reward.max_opening_m=0.03"])
     with pytest.raises(ValueError, match="SuperDex/PickAndPlace-v0"):  # Push's ids have no fingers to close

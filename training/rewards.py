@@ -25,8 +25,9 @@ stages), per step in [0, 1], each stage paying only once the one before it is do
 * carry, while grasped: ``1 - tanh(k_carry * d(cube, goal))``;
 * success (the task's: the cube within its success radius): the step's reward is the maximum, ``1``.
 
-reward = (reach + reached * close + grasped * (1 + lift + carry)) / 5, or 1 on success: any grasped state pays
-more than any state not grasped (at most 2 / 5). Terms in ``info``: ``reward_reach``, ``reward_close``,
+reward = (reach + reached * close + grasped * (1 + lift + carry)) / 5 x (1 - success_bonus), or 1 on success: any
+grasped state pays more than any state not grasped (at most 2 / 5 of the stages' share), and success at least
+``success_bonus`` more than any other state (ManiSkill's PickCube pays 5 on success against at most 3 before). Terms in ``info``: ``reward_reach``, ``reward_close``,
 ``reward_grasped``, ``reward_lift``, ``reward_carry``, ``reward_env``.
 
 Both live here, not in registered ids, because they need the gripper's state, which the observation has: the env's ids and their ``compute_reward``
@@ -71,7 +72,7 @@ def push_staged_reward(grip, cube, goal, success, *, cube_half_m=0.02, push_offs
 
 def pick_and_place_staged_reward(grip, cube, fingers, goal, success, *, cube_half_m=0.02, finger_half_m=0.006,
                                  max_opening_m=0.08, grasp_depth_m=0.01, reached_tol_m=0.015, grasp_gap_tol_m=0.004,
-                                 lift_m=0.03, k_reach=5.0, k_carry=5.0) -> dict:
+                                 lift_m=0.03, k_reach=5.0, k_carry=5.0, success_bonus=0.0) -> dict:
     """The staged PickAndPlace reward's terms for batches (W, 3) of grip point, cube and goal positions, (W, 2)
     finger offsets and (W,) success; the ``reward`` term is their normalized sum. Pure numpy, so tests check it on
     hand-made states. The table's top is at z = 0."""
@@ -92,7 +93,11 @@ def pick_and_place_staged_reward(grip, cube, fingers, goal, success, *, cube_hal
     lift = np.clip((cube[:, 2] - cube_half_m) / lift_m, 0.0, 1.0) if lift_m > 0 else np.ones(len(cube))
     carry = 1.0 - np.tanh(k_carry * np.linalg.norm(goal - cube, axis=1))
     success = np.asarray(success, dtype=bool)
-    reward = np.where(success, 1.0, (reach + reached * close + grasped * (1.0 + lift + carry)) / 5.0)
+    if not success_bonus < 1:
+        raise ValueError(f"success_bonus {success_bonus} must be < 1: the stages would pay nothing")
+    # the stages share 1 - success_bonus, so the last few cm to the goal pay at least success_bonus more at once
+    stages = (reach + reached * close + grasped * (1.0 + lift + carry)) / 5.0 * (1.0 - success_bonus)
+    reward = np.where(success, 1.0, stages)
     return {"reward": reward, "reach": reach, "reached": reached, "close": close, "grasped": grasped, "lift": lift,
             "carry": carry}
 
