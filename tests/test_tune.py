@@ -75,9 +75,11 @@ def test_sweep_writes_the_aggregated_table_and_plot(swept):
         assert float(r["success_mean"]) == pytest.approx(sum(s) / 2, abs=1e-4)
         assert float(r["success_std"]) == pytest.approx(abs(s[0] - s[1]) / 2, abs=1e-4)
         assert float(r["success_min"]) == min(s) and float(r["success_max"]) == max(s)
+        w = [next(x["wall_time_s"] for x in curves[seed] if x["timesteps"] == t) for seed in (0, 1)]
+        assert all(x > 0 for x in w) and float(r["wall_time_s_mean"]) == pytest.approx(sum(w) / 2, abs=1e-4)
     assert swept["restored"]["rows"] == swept["rows"] and swept["restored"]["dir"] == d
     md = (d / "summary.md").read_text()
-    assert md.startswith("| config | seeds | timesteps |") and "| reach | 2 | 1200 |" in md
+    assert md.startswith("| config | seeds | timesteps | wall-clock (s) |") and "| reach | 2 | 1200 | " in md
     from PIL import Image
 
     with Image.open(d / "reach.png") as im:

@@ -16,7 +16,8 @@ is). Sections:
   as the HER baselines clip their targets), video (``"gif"``,
   ``"mp4"`` or ``"none"``: one rendered episode of the final model, seed eval_seed, written after training),
   normalize_reward (``"ppo"`` only: ``VecNormalize``'s running return scaling of the reward), reward (``"env"``:
-  the env's own; ``"push_staged"``: a shaped Push reward for learners without HER, ``training/rewards.py``),
+  the env's own; ``"push_staged"`` / ``"pick_and_place_staged"``: shaped rewards for learners without HER,
+  ``training/rewards.py``),
   policy_keys (the observation keys the policy sees, e.g. ``["rgb", "proprioception", "desired_goal"]`` with an
   ``[env] obs_mode``; empty: all; ``normalize`` then leaves the images alone)
 * ``[model]``: keyword arguments of the algorithm (``SAC(...)``), with ``policy`` and ``policy_kwargs``

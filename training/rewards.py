@@ -12,8 +12,25 @@ the spirit of ManiSkill's PushCube dense reward. Per step, in [0, 1]:
 * success (the task's: the cube within its success radius): the step's reward is the maximum, ``1``.
 
 reward = (reach + reached * place) / 2, or 1 on success; the terms go in ``info`` (``reward_reach``,
-``reward_place``, ``reward_reached``, ``reward_env``: the env's own reward). It lives here, not in a registered id,
-because it needs the gripper's position, which the observation has: the env's ids and their ``compute_reward``
+``reward_place``, ``reward_reached``, ``reward_env``: the env's own reward).
+
+``"pick_and_place_staged"`` (``PickAndPlaceStagedReward``): PickAndPlace shaped the same way (ManiSkill PickCube's
+stages), per step in [0, 1], each stage paying only once the one before it is done:
+
+* reach: ``1 - tanh(k_reach * d(grip, grasp pose))``, the grasp pose ``grasp_depth_m`` below the cube's centre;
+* close, once reached (grip within ``reached_tol_m`` of the grasp pose): the fingers' closing from fully open
+  (``max_opening_m`` between their inner faces, 0) to the cube's width (1);
+* grasped (1 or 0): reached and the fingers' gap at most the cube's width + ``grasp_gap_tol_m``;
+* lift, while grasped: the cube's bottom face's height above the table over ``lift_m``, at most 1;
+* carry, while grasped: ``1 - tanh(k_carry * d(cube, goal))``;
+* success (the task's: the cube within its success radius): the step's reward is the maximum, ``1``.
+
+reward = (reach + reached * close + grasped * (1 + lift + carry)) / 5 x (1 - success_bonus), or 1 on success: any
+grasped state pays more than any state not grasped (at most 2 / 5 of the stages' share), and success at least
+``success_bonus`` more than any other state (ManiSkill's PickCube pays 5 on success against at most 3 before). Terms in ``info``: ``reward_reach``, ``reward_close``,
+``reward_grasped``, ``reward_lift``, ``reward_carry``, ``reward_env``.
+
+Both live here, not in registered ids, because they need the gripper's state, which the observation has: the env's ids and their ``compute_reward``
 (the goal-only reward HER relabels with) stay as they are, and no id exists whose ``compute_reward`` would not
 match its ``step`` reward.
 """
@@ -24,7 +41,7 @@ import numpy as np
 from stable_baselines3.common.vec_env import VecEnvWrapper
 
 # Push's observation layout (envs/tasks/push.py): the grip point first, then the cube
-GRIP, CUBE = slice(0, 3), slice(3, 6)
+GRIP, CUBE, FINGERS = slice(0, 3), slice(3, 6), slice(9, 11)
 
 
 def push_staged_reward(grip, cube, goal, success, *, cube_half_m=0.02, push_offset_m=0.035, push_height_m=0.01,
@@ -53,12 +70,46 @@ def push_staged_reward(grip, cube, goal, success, *, cube_half_m=0.02, push_offs
     return {"reward": reward, "reach": reach, "place": place, "reached": reached}
 
 
-class PushStagedReward(VecEnvWrapper):
-    """The staged Push reward over a Push-layout VecEnv with SB3's auto-reset (a world that ended is scored on its
-    ``terminal_observation``, not on the next episode's first observation). Wrap the raw env, inside
+def pick_and_place_staged_reward(grip, cube, fingers, goal, success, *, cube_half_m=0.02, finger_half_m=0.006,
+                                 max_opening_m=0.08, grasp_depth_m=0.01, reached_tol_m=0.015, grasp_gap_tol_m=0.004,
+                                 lift_m=0.03, k_reach=5.0, k_carry=5.0, success_bonus=0.0) -> dict:
+    """The staged PickAndPlace reward's terms for batches (W, 3) of grip point, cube and goal positions, (W, 2)
+    finger offsets and (W,) success; the ``reward`` term is their normalized sum. Pure numpy, so tests check it on
+    hand-made states. The table's top is at z = 0."""
+    grip, cube, goal = (np.asarray(a, dtype=np.float64) for a in (grip, cube, goal))
+    fingers = np.asarray(fingers, dtype=np.float64)
+    pose = cube.copy()
+    pose[:, 2] -= grasp_depth_m  # the scripted grasp: finger tips below the cube's centre, so both faces are held
+    d_reach = np.linalg.norm(grip - pose, axis=1)
+    reach = 1.0 - np.tanh(k_reach * d_reach)
+    reached = (d_reach < reached_tol_m).astype(np.float64)
+    gap = np.abs(fingers[:, 0] - fingers[:, 1]) - 2.0 * finger_half_m  # between the fingers' inner faces
+    width = 2.0 * cube_half_m
+    if not max_opening_m > width:
+        raise ValueError(f"max_opening_m {max_opening_m} must exceed the cube's width {width}")
+    close = np.clip((max_opening_m - gap) / (max_opening_m - width), 0.0, 1.0)
+    # the scripted policy's "holding" test: at the grasp pose with the fingers no wider than the cube and a margin
+    grasped = reached * (gap < width + grasp_gap_tol_m)
+    lift = np.clip((cube[:, 2] - cube_half_m) / lift_m, 0.0, 1.0) if lift_m > 0 else np.ones(len(cube))
+    carry = 1.0 - np.tanh(k_carry * np.linalg.norm(goal - cube, axis=1))
+    success = np.asarray(success, dtype=bool)
+    if not success_bonus < 1:
+        raise ValueError(f"success_bonus {success_bonus} must be < 1: the stages would pay nothing")
+    # the stages share 1 - success_bonus, so the last few cm to the goal pay at least success_bonus more at once
+    stages = (reach + reached * close + grasped * (1.0 + lift + carry)) / 5.0 * (1.0 - success_bonus)
+    reward = np.where(success, 1.0, stages)
+    return {"reward": reward, "reach": reach, "reached": reached, "close": close, "grasped": grasped, "lift": lift,
+            "carry": carry}
+
+
+class StagedReward(VecEnvWrapper):
+    """A staged reward (``reward_fn``) over a Push-layout VecEnv with SB3's auto-reset (a world that ended is scored on
+    its ``terminal_observation``, not on the next episode's first observation). Wrap the raw env, inside
     ``VecMonitor`` / ``VecNormalize``, so episode returns are the shaped ones and positions are in metres."""
 
-    env_ids = ("SuperDex/Push-v0", "SuperDex/PushDense-v0")  # the ids whose observation it reads
+    name = ""
+    env_ids: tuple = ()  # the ids whose observation it reads
+    terms: tuple = ()  # the reward_fn terms copied into info as reward_<term>
 
     def __init__(self, venv, **params):
         self.check_params(params)  # a misspelt constant fails before training, not at the first step
@@ -66,12 +117,16 @@ class PushStagedReward(VecEnvWrapper):
         self.params = params
 
     @staticmethod
-    def check_params(params: dict) -> None:
-        """ValueError naming a ``[reward]`` key that ``push_staged_reward`` does not take, or a negative value."""
+    def reward_fn(ob, goal, success, **params) -> dict:
+        raise NotImplementedError
+
+    @classmethod
+    def check_params(cls, params: dict) -> None:
+        """ValueError naming a ``[reward]`` key that ``reward_fn`` does not take, or a negative value."""
         try:
-            push_staged_reward(np.zeros((1, 3)), np.ones((1, 3)), np.ones((1, 3)), [False], **params)
+            cls.reward_fn(np.ones((1, 25)), np.ones((1, 3)), [False], **params)
         except TypeError as e:
-            raise ValueError(f"[reward] for 'push_staged': {e}") from e
+            raise ValueError(f"[reward] for {cls.name!r}: {e}") from e
         negative = sorted(k for k, v in params.items() if not float(v) >= 0)
         if negative:
             raise ValueError(f"[reward] {negative} must be >= 0 (distances and tanh scales)")
@@ -86,15 +141,39 @@ class PushStagedReward(VecEnvWrapper):
         for i in np.nonzero(dones)[0]:  # the new episode's first observation is in obs: score the one that ended
             last = infos[i]["terminal_observation"]
             ob[i], goal[i] = last["observation"], last["desired_goal"]
-        terms = push_staged_reward(ob[:, GRIP], ob[:, CUBE], goal, success, **self.params)
+        terms = self.reward_fn(ob, goal, success, **self.params)
         for i, info in enumerate(infos):
             info["reward_env"] = float(env_rewards[i])
-            for name in ("reach", "place", "reached"):
+            for name in self.terms:
                 info[f"reward_{name}"] = float(terms[name][i])
         return obs, terms["reward"].astype(np.float32), dones, infos
 
 
-REWARDS = {"push_staged": PushStagedReward}
+class PushStagedReward(StagedReward):
+    """``push_staged_reward`` on Push's observation."""
+
+    name = "push_staged"
+    env_ids = ("SuperDex/Push-v0", "SuperDex/PushDense-v0")
+    terms = ("reach", "place", "reached")
+
+    @staticmethod
+    def reward_fn(ob, goal, success, **params) -> dict:
+        return push_staged_reward(ob[:, GRIP], ob[:, CUBE], goal, success, **params)
+
+
+class PickAndPlaceStagedReward(StagedReward):
+    """``pick_and_place_staged_reward`` on PickAndPlace's observation (Push's layout)."""
+
+    name = "pick_and_place_staged"
+    env_ids = ("SuperDex/PickAndPlace-v0",)
+    terms = ("reach", "close", "grasped", "lift", "carry")
+
+    @staticmethod
+    def reward_fn(ob, goal, success, **params) -> dict:
+        return pick_and_place_staged_reward(ob[:, GRIP], ob[:, CUBE], ob[:, FINGERS], goal, success, **params)
+
+
+REWARDS = {c.name: c for c in (PushStagedReward, PickAndPlaceStagedReward)}
 
 
 def wrap_reward(venv, name: str, params: dict | None = None):

@@ -5,17 +5,18 @@
     RAY_ADDRESS=head:6379 superdex-tune ...        # or --address head:6379: the same command on a cluster
 
 Each trial is one ``train()`` run (1 CPU by default, ``--cpus-per-trial``). After every evaluation it reports the
-learning-curve row (timesteps, success_rate, mean_return, mean_final_distance) to Tune with a checkpoint (the
-model, its normalization statistics, the replay buffer and the curve so far: a run directory ``train --resume``
-continues). A trial that crashes is restarted from its last checkpoint up to ``--max-failures`` times (Tune's
+learning-curve row (timesteps, success_rate, mean_return, mean_final_distance, wall_time_s) to Tune with a
+checkpoint (the model, its normalization statistics, the replay buffer and the curve so far: a run directory
+``train --resume`` continues). A trial that crashes is restarted from its last checkpoint up to ``--max-failures`` times (Tune's
 ``FailureConfig``). ``--restore DIR`` continues an interrupted sweep (Tune's ``Tuner.restore``, errored trials
 resumed from their checkpoints).
 
 When the trials end, OUTPUT/NAME/ holds Tune's own files (one folder per trial) and:
 
-    summary.csv        per config and timesteps: seeds, success mean / std / min / max, return mean / std
+    summary.csv        per config and timesteps: seeds, success mean / std / min / max, return mean / std,
+                       wall-clock seconds to it mean / std
     summary.md         the same at each config's last evaluation, as a markdown table
-    <config>.png       success rate mean +- std (band) and min / max over seeds against timesteps, one per config
+    <config>.png       success rate mean +- std (band) and each seed's, against wall-clock and against timesteps
 
 Ray is imported only here and only when a sweep runs (``pip install 'superdex-gym[tune]'``). Locally the sweep
 starts Ray in-process (``ray.init``, ``--num-cpus``); with ``--address`` or ``RAY_ADDRESS`` it joins a running
@@ -40,7 +41,7 @@ from .ray_session import ray_session
 from .run_outputs import atomic_open, atomic_write_text, read_curve
 
 TUNE_EXTRA = "pip install 'superdex-gym[tune]' (ray[tune]==2.60.0)"
-REPORTED = ("timesteps", "success_rate", "mean_return", "mean_final_distance")
+REPORTED = ("timesteps", "success_rate", "mean_return", "mean_final_distance", "wall_time_s")
 
 
 class InjectedFailure(RuntimeError):
@@ -202,7 +203,7 @@ def _trial_entry(space: dict) -> None:
 
 # --- the summary --------------------------------------------------------------------------------------------------
 SUMMARY_FIELDS = ("config", "timesteps", "seeds", "success_mean", "success_std", "success_min", "success_max",
-                  "return_mean", "return_std")
+                  "return_mean", "return_std", "wall_time_s_mean", "wall_time_s_std")
 
 
 def curves_of(results) -> list[tuple[str, int, list[dict]]]:
@@ -230,7 +231,8 @@ def curves_of(results) -> list[tuple[str, int, list[dict]]]:
 
 
 def aggregate(curves) -> list[dict]:
-    """Mean / std (population) / min / max over the seeds of each config at each timesteps value."""
+    """Mean / std (population) / min / max over the seeds of each config at each timesteps value, and the seeds'
+    wall-clock seconds to it (NaN where a row predates the wall-clock column)."""
     import numpy as np
 
     groups = {}
@@ -242,9 +244,11 @@ def aggregate(curves) -> list[dict]:
     for (label, t), rows in sorted(groups.items(), key=lambda kv: (labels.index(kv[0][0]), kv[0][1])):
         s = np.array([r["success_rate"] for r in rows], dtype=float)
         g = np.array([r["mean_return"] for r in rows], dtype=float)
+        w = np.array([r.get("wall_time_s", math.nan) for r in rows], dtype=float)
         out.append({"config": label, "timesteps": t, "seeds": len(rows), "success_mean": float(s.mean()),
                     "success_std": float(s.std()), "success_min": float(s.min()), "success_max": float(s.max()),
-                    "return_mean": float(g.mean()), "return_std": float(g.std())})
+                    "return_mean": float(g.mean()), "return_std": float(g.std()),
+                    "wall_time_s_mean": float(w.mean()), "wall_time_s_std": float(w.std())})
     return out
 
 
@@ -268,11 +272,12 @@ def summarize(results, sweep_dir: Path) -> dict:
 
 
 def format_final(final: list[dict]) -> str:
-    lines = ["| config | seeds | timesteps | success rate (mean +- std) | min / max | mean return |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| config | seeds | timesteps | wall-clock (s) | success rate (mean +- std) | min / max | mean return |",
+             "|---|---|---|---|---|---|---|"]
     for r in final:
         err = f" ({r['errored']} errored)" if r.get("errored") else ""
-        lines.append(f"| {r['config']} | {r['seeds']}{err} | {r['timesteps']} | {r['success_mean']:.2f} +- "
+        wall = f"{r['wall_time_s_mean']:.0f} +- {r['wall_time_s_std']:.0f}" if "wall_time_s_mean" in r else ""
+        lines.append(f"| {r['config']} | {r['seeds']}{err} | {r['timesteps']} | {wall} | {r['success_mean']:.2f} +- "
                      f"{r['success_std']:.2f} | {r['success_min']:.2f} / {r['success_max']:.2f} | "
                      f"{r['return_mean']:.1f} +- {r['return_std']:.1f} |")
     return "\n".join(lines)
@@ -284,20 +289,26 @@ def plot_config(label: str, rows: list[dict], curves, sweep_dir: Path) -> Path |
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        import numpy as np
     except ImportError:
         return None
-    t = [r["timesteps"] for r in rows]
-    mean = [r["success_mean"] for r in rows]
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    for i, (_, _seed, curve) in enumerate(c for c in curves if c[0] == label):
-        ax.plot([r["timesteps"] for r in curve], [r["success_rate"] for r in curve], color="0.75", lw=0.8,
-                label="each seed" if i == 0 else None)
-    ax.fill_between(t, [r["success_mean"] - r["success_std"] for r in rows],
-                    [r["success_mean"] + r["success_std"] for r in rows], alpha=0.3, label="mean +- std")
-    ax.plot(t, mean, marker="o", label=f"mean over {max(r['seeds'] for r in rows)} seeds")
-    ax.set(xlabel="timesteps", ylabel="evaluation success rate", ylim=(-0.02, 1.02), title=label)
-    ax.grid(alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8)
+    mean, std = np.array([r["success_mean"] for r in rows]), np.array([r["success_std"] for r in rows])
+    seeds = [c for c in curves if c[0] == label]
+    # against wall-clock first (what a user waits for), then against timesteps (what the algorithm sees)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
+    for ax, key, mean_key, xlabel in ((axes[0], "wall_time_s", "wall_time_s_mean", "wall-clock (s)"),
+                                      (axes[1], "timesteps", "timesteps", "timesteps")):
+        for i, (_, _seed, curve) in enumerate(seeds):
+            ax.plot([r.get(key, np.nan) for r in curve], [r["success_rate"] for r in curve], color="0.75", lw=0.8,
+                    label="each seed" if i == 0 else None)
+        x = np.array([r[mean_key] for r in rows], dtype=float)
+        ax.fill_between(x, mean - std, mean + std, alpha=0.3, label="mean +- std")
+        ax.plot(x, mean, marker="o", label=f"mean over {max(r['seeds'] for r in rows)} seeds")
+        ax.set(xlabel=xlabel + (" (mean over seeds at each evaluation)" if key == "wall_time_s" else ""),
+               ylim=(-0.02, 1.02), title=label)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("evaluation success rate")
+    axes[1].legend(loc="lower right", fontsize=8)
     fig.tight_layout()
     path = sweep_dir / f"{file_label(label)}.png"
     with atomic_open(path, "wb") as f:
