@@ -358,8 +358,8 @@ def run_stage(nm: NewtonModel, stage_dt, com0, rot0, vel0, omega0, sym0, gravity
     offset_local = kernel_array(offset_local) if has_offset else _empty((n, 0, 3))
     external_force = kernel_array(external_force)
     any_load = bool(np.logical_or.reduce(external_force, axis=None))
-    flags = (nm.any_newton_euler, any_load, has_offset, bool(contact_args[0]), pp[0] > 0 or pt[0].shape[0] > 0,
-             pr[0] > 0, bool(nm.joints))
+    flags = (nm.any_newton_euler, any_load, has_offset, bool(contact_args[0]), nm.has_point_sets,
+             nm.rotation is not None, bool(nm.joints))
 
     # newton_stage's groups (kernels/newton.py names them).
     stage = (float(stage_dt), com0, rot0, vel0, omega0, sym0, gravity, external_force, offset_force, offset_local,

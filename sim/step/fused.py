@@ -98,7 +98,7 @@ class StepHeads:
 
     def __init__(self, cm, tab, dt, worlds, num_worlds):
         n = cm.num_bodies
-        params = self.params = cm.solver.non_linear_solver
+        params = cm.solver.non_linear_solver
         bodies = cm.model.bodies
         arrays = bodies.kernel_arrays
         self.is_static = arrays.is_static
