@@ -112,6 +112,41 @@ class ActorQueryRegistry:
                         "last step; its results are available after the next simulation step")
 
 
+class ConstraintQueryRegistry:
+    """The scene's per-constraint query registrations (``constraint.register_query``): QueryHandle value ->
+    (owner, type), owner ``("rigid", handle)`` or ``("articulated", handle)`` (the two count apart). Like a
+    scene-level registration, a live one makes every step compute every constraint's force."""
+
+    def __init__(self):
+        self._entries: dict = {}
+
+    def register(self, owner: tuple, query_type, what: str) -> QueryHandle:
+        qt = as_query_type(query_type)
+        if qt is not QueryType.CONSTRAINT_FORCE:
+            raise Error(f"register_query({qt.name}) on {what}: constraints support QueryType.CONSTRAINT_FORCE only")
+        handle = QueryHandle(next(_QUERY_HANDLES))
+        self._entries[handle.value] = (owner, qt)
+        return handle
+
+    def cancel(self, owner: tuple, handle) -> None:
+        """Cancel ``handle`` (registered on ``owner``); an invalid or already-cancelled handle has no effect."""
+        if not isinstance(handle, QueryHandle):
+            raise TypeError(f"handle must be a QueryHandle, got {type(handle).__name__}")
+        entry = self._entries.get(handle.value)
+        if entry is not None and entry[0] == owner:
+            del self._entries[handle.value]
+
+    def forget(self, owner: tuple) -> None:
+        """The constraint ``owner`` was destroyed: its registrations go with it."""
+        self._entries = {k: v for k, v in self._entries.items() if v[0] != owner}
+
+    def is_active(self, query_type: QueryType) -> bool:
+        return any(qt is query_type for _, qt in self._entries.values())
+
+    def has_entries(self) -> bool:
+        return bool(self._entries)
+
+
 # --- results from the last step's contact rows ----------------------------------------------------------------------
 
 

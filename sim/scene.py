@@ -20,7 +20,7 @@ import numpy as np
 from . import lie
 from .step import pipeline
 from .actor import RigidActor
-from .actor_queries import ActorQueryRegistry
+from .actor_queries import ActorQueryRegistry, ConstraintQueryRegistry
 from .articulated.params import (
     Articulated3dRotationRangeConstraintParams, Articulated3dRotationTargetConstraintParams, ArticulatedActorParams,
     ArticulatedSingleDofRangeConstraintParams, ArticulatedSingleDofTargetConstraintParams,
@@ -88,6 +88,7 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         self._compiled = None  # pipeline.CompiledModel, built when a step first needs it (composition_changed)
         self._queries: set = set()
         self._actor_queries = ActorQueryRegistry(self)
+        self._constraint_queries = ConstraintQueryRegistry()
         self._num_query_steps = 0  # steps that computed query results (per-actor queries are valid after one)
         self._force_single_island = False
         self._handle = SceneHandle(next(_SCENE_HANDLES))
@@ -376,11 +377,12 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
 
     def has_registered_queries(self) -> bool:
         """True when any query is registered on the scene or on an actor (the step's query work is skipped else)."""
-        return bool(self._queries) or self._actor_queries.has_entries()
+        return bool(self._queries) or self._actor_queries.has_entries() or self._constraint_queries.has_entries()
 
     def is_query_registered(self, query_type: QueryType) -> bool:
         """True when steps compute this query's results: registered on the scene or on any of its actors."""
-        return query_type in self._queries or self._actor_queries.is_active(query_type)
+        return (query_type in self._queries or self._actor_queries.is_active(query_type)
+                or self._constraint_queries.is_active(query_type))
 
     def _require_query(self, query_type: QueryType, what: str) -> None:
         if not self.is_query_registered(query_type):

@@ -121,7 +121,7 @@ KNOWN_GAPS = {
         get_boundary_condition_dof_indices get_boundary_condition_dof_values_world get_node_contact_forces_world
         get_surface_mesh_node_normals_local get_surface_mesh_node_positions_local"""),
     "experimental": _names("set_actor_preconditioner_type"),
-    "Constraint": _names("cancel_query is_query_supported register_query set_ref_relative_rotation set_target_dof"),
+    "Constraint": _names("set_ref_relative_rotation set_target_dof"),
     "LinearSolverParams": _names("verbosity"),
     "PerformanceStats": _names("""post_step_callbacks_duration_sec pre_step_callbacks_duration_sec recording_step_duration_sec
         solve_step_duration_sec total_step_duration_sec"""),

@@ -13,7 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import lie
+from ..actor_queries import as_query_type
 from ..constraints.params import check_saturation
+from ..geometry_types import QueryHandle
+from ..params import QueryType
 from ..transforms import Quaternion
 from ..validation import bounded_real, real_array
 from .actor import ArticulatedActor
@@ -206,6 +209,30 @@ class ArticulatedConstraint:
         if record.lower is None:
             raise TypeError(f"{what} applies to range constraints, not {self.constraint_type}")
         return record
+
+    def is_query_supported(self, type) -> bool:  # noqa: A002 (the reference's argument name)
+        return as_query_type(type) is QueryType.CONSTRAINT_FORCE
+
+    def register_query(self, type) -> QueryHandle:  # noqa: A002
+        """CONSTRAINT_FORCE: the following steps compute the constraints' forces (`get_force`); another type
+        raises `Error` and registers nothing."""
+        self._live()
+        return self._actor.get_scene()._constraint_queries.register(("articulated", self._handle), type, repr(self))
+
+    def cancel_query(self, handle) -> None:
+        """Cancel one registration; an invalid or already-cancelled handle has no effect."""
+        self._actor.get_scene()._constraint_queries.cancel(("articulated", self._handle), handle)
+
+    def get_force(self, world: int = 0) -> np.ndarray:
+        """The constraint's generalized force on its DoFs (N or N m; (1,) single-DoF, (3,) rotation kinds) at the
+        end of the last step: minus the gradient of its energy there, as the released engine reports it. Needs
+        QueryType.CONSTRAINT_FORCE registered (on the scene or a constraint) before that step; zeros until a step
+        has run with it."""
+        record = self._live()
+        scene = self._actor.get_scene()
+        scene._require_query(QueryType.CONSTRAINT_FORCE, "ArticulatedConstraint.get_force")
+        force = self._actor._oracle.constraint_force[self._actor._world(world)]
+        return force[record.force_slot:record.force_slot + record.num_dofs].copy()
 
     def get_deviation(self, world: int = 0) -> np.ndarray:
         """The constraint value g at the current pose and target: (1,) for single-DoF types, (3,) for 3D ones

@@ -27,7 +27,7 @@ from ..step.pipeline import velocity_sym_for_spin
 from ..validation import as_int, bounded_real, real_array
 from ..constraints.params import check_saturation
 from .energy import (Drive, PositionTarget, RangeConstraint, RotationRange, RotationTarget, StageData, drives as
-                     drive_terms, total, tracking as tracking_terms)
+                     drive_terms, ranges as range_terms, total, tracking as tracking_terms)
 from .kinematics import add_delta, forward_kinematics, joint_transforms, link_jacobians, pose_delta
 from .model import ArticulationModel
 from .params import ArticulatedJointType as JT
@@ -53,6 +53,11 @@ class ConstraintRecord:
     lower: np.ndarray | None = None  # range kinds: (1,) or (3,)
     upper: np.ndarray | None = None
     slot: int = -1  # target kinds: first column in constraint_target
+    force_slot: int = -1  # first column in constraint_force (1 column for single-DoF kinds, 3 for rotation kinds)
+
+    @property
+    def num_dofs(self) -> int:
+        return 3 if self.kind.startswith("rotation") else 1
 
     @property
     def width(self) -> int:
@@ -109,6 +114,10 @@ class ArticulatedOracle:
         self.last_iterations = np.zeros(self.num_worlds, dtype=np.int64)
         self.controller_force = None  # (W, D) once the controller force is wanted (want_controller_force)
         self.want_controller_force = False
+        # (W, F): each constraint's generalized force at the end of the last step, at its force_slot; computed
+        # while want_constraint_force (QueryType.CONSTRAINT_FORCE registered on the scene or a constraint).
+        self.constraint_force = np.zeros((self.num_worlds, 0))
+        self.want_constraint_force = False
 
     def _velocities_from_joints(self) -> None:
         m = self.model
@@ -151,6 +160,9 @@ class ArticulatedOracle:
             columns = np.broadcast_to(np.asarray(target, dtype=np.float64).reshape(-1), (self.num_worlds, record.width))
             self.constraint_target = np.concatenate([self.constraint_target, columns], axis=1)
             self.constraint_target_old = np.concatenate([self.constraint_target_old, columns], axis=1)
+        record.force_slot = self.constraint_force.shape[1]
+        self.constraint_force = np.concatenate([self.constraint_force, np.zeros((self.num_worlds, record.num_dofs))],
+                                               axis=1)
         self.constraints.append(record)
         return record
 
@@ -220,21 +232,25 @@ class ArticulatedOracle:
 
     def _constraint_terms(self):
         """(drives, ranges, tracking) of the constraints, with each world's targets."""
-        drives, ranges, tracking = [], [], []
-        ct, cto = self.constraint_target, self.constraint_target_old
+        out = {"drives": [], "ranges": [], "tracking": []}
         for c in self.constraints:
-            if c.kind == "single_dof_target":
-                drives.append(Drive(c.dof, ct[:, c.slot], c.stiffness, c.damping, cto[:, c.slot], c.saturation))
-            elif c.kind == "single_dof_range":
-                ranges.append(RangeConstraint(c.dof, float(c.lower[0]), float(c.upper[0]), c.stiffness, c.damping,
-                                              c.saturation))
-            elif c.kind == "rotation_range":
-                ranges.append(RotationRange(c.joint, c.lower, c.upper, c.stiffness, c.damping, c.saturation))
-            else:
-                cols = slice(c.slot, c.slot + 9)
-                tracking.append(RotationTarget(c.joint, "joint", ct[:, cols].reshape(-1, 3, 3),
-                                               cto[:, cols].reshape(-1, 3, 3), c.stiffness, c.damping, c.saturation))
-        return drives, ranges, tracking
+            group, term = self._constraint_term(c)
+            out[group].append(term)
+        return out["drives"], out["ranges"], out["tracking"]
+
+    def _constraint_term(self, c: ConstraintRecord) -> tuple:
+        """(group of StageData it belongs to, its energy term) for one constraint."""
+        ct, cto = self.constraint_target, self.constraint_target_old
+        if c.kind == "single_dof_target":
+            return "drives", Drive(c.dof, ct[:, c.slot], c.stiffness, c.damping, cto[:, c.slot], c.saturation)
+        if c.kind == "single_dof_range":
+            return "ranges", RangeConstraint(c.dof, float(c.lower[0]), float(c.upper[0]), c.stiffness, c.damping,
+                                             c.saturation)
+        if c.kind == "rotation_range":
+            return "ranges", RotationRange(c.joint, c.lower, c.upper, c.stiffness, c.damping, c.saturation)
+        cols = slice(c.slot, c.slot + 9)
+        return "tracking", RotationTarget(c.joint, "joint", ct[:, cols].reshape(-1, 3, 3),
+                                          cto[:, cols].reshape(-1, 3, 3), c.stiffness, c.damping, c.saturation)
 
     def set_external_forces_on_dofs(self, dof_indices, force_values) -> None:
         """Constant generalized forces on DoFs (N or N m), replacing earlier ones, in every world."""
@@ -410,6 +426,8 @@ class ArticulatedOracle:
         self.joint_lin, self.joint_f = result.joint_lin, result.joint_f
         self.link_omega, self.joint_omega = lie.axial(self.link_f), lie.axial(self.joint_f)
         self._history = [self._snapshot()] + self._history[:2]
+        if self.want_constraint_force:  # before the old targets move: the damping compares with this step's
+            self._constraint_forces(stages[-1].q)
         self.constraint_target_old = self.constraint_target.copy()  # this step's targets are the next's old ones
         if self.want_controller_force:
             self.controller_force = self._controller_force(stages[-1].q)
@@ -442,6 +460,17 @@ class ArticulatedOracle:
         stage = replace(self._last_stage, drives=self._stage_controller[0], tracking=self._stage_controller[1],
                         ranges=[])
         return -(drive_terms(self.model, q, stage)[1] + tracking_terms(self.model, q, stage)[1])
+
+    def _constraint_forces(self, q: np.ndarray) -> None:
+        """Each constraint's generalized force on its DoFs at pose q (the end of the step's last stage, with that
+        stage's data): minus the gradient of its own energy, into its constraint_force columns."""
+        for c in self.constraints:
+            group, term = self._constraint_term(c)
+            stage = replace(self._last_stage, **{g: [term] if g == group else [] for g in ("drives", "ranges",
+                                                                                          "tracking")})
+            g = (drive_terms(self.model, q, stage)[1] + tracking_terms(self.model, q, stage)[1]
+                 + range_terms(self.model, q, stage)[1])
+            self.constraint_force[:, c.force_slot:c.force_slot + c.num_dofs] = -g[:, c.dof:c.dof + c.num_dofs]
 
     def _newton(self, stage: StageData, q0: np.ndarray, abs_tol, step_tol, max_iter):
         """Minimize the stage energy over q from q0; returns q and the Newton iterations per world."""

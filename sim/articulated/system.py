@@ -17,6 +17,7 @@ from dataclasses import replace
 import numpy as np
 
 from .. import lie
+from ..params import QueryType
 from ..potentials.base import Potential
 from . import worlds as per_world
 from .actor import ArticulatedActor, ArticulatedLinkActor
@@ -55,6 +56,9 @@ class ArticulationSystem(Potential):
     def remove(self, actor: ArticulatedActor) -> None:
         self.actors.remove(actor)
         actor.alive = False
+        for h, c in self.constraints.items():
+            if c._actor is actor:
+                self._scene._constraint_queries.forget(("articulated", h))
         self.constraints = {h: c for h, c in self.constraints.items() if c._actor is not actor}
 
     def add_constraint(self, actor: ArticulatedActor, record, type_name: str):
@@ -71,6 +75,7 @@ class ArticulationSystem(Potential):
         constraint._live()
         constraint._actor._oracle.remove_constraint(constraint._record)
         del self.constraints[constraint.get_handle()]
+        self._scene._constraint_queries.forget(("articulated", constraint.get_handle()))
 
     def link_rows(self, actor: ArticulatedActor) -> np.ndarray:
         return np.array([la._row() for la in actor._link_actors], dtype=np.int64)
@@ -93,6 +98,11 @@ class ArticulationSystem(Potential):
     # --- Potential hooks ------------------------------------------------------------------------------------------
     def is_active(self, ctx) -> bool:
         return False
+
+    def before_step(self, scene) -> None:
+        want = scene.has_registered_queries() and scene.is_query_registered(QueryType.CONSTRAINT_FORCE)
+        for actor in self.actors:
+            actor._oracle.want_constraint_force = want
 
     def on_num_worlds_changed(self, num_worlds: int) -> None:
         for actor in self.actors:

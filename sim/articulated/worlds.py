@@ -20,7 +20,7 @@ from .oracle import ArticulatedOracle, _Snapshot
 # The oracle's attributes with a leading world axis (None allowed for the controller's).
 PER_WORLD = ("q", "joint_velocity", "link_velocity", "link_omega", "link_f", "joint_lin", "joint_omega", "joint_f",
              "dof_loads", "gravity", "last_iterations", "target_pose", "target_pose_old",
-             "constraint_target", "constraint_target_old", "controller_force",
+             "constraint_target", "constraint_target_old", "controller_force", "constraint_force",
              "link_offset_com", "link_offset_rot", "link_offset_com_old", "link_offset_rot_old")
 SNAPSHOT_FIELDS = ("q", "joint_velocity", "link_velocity", "link_f", "joint_lin", "joint_f")
 

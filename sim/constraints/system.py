@@ -40,6 +40,8 @@ import numpy as np
 
 from .. import lie
 from ..actor import RigidActor
+from ..actor_queries import as_query_type
+from ..geometry_types import QueryHandle
 from . import (
     CONSTRAINT_SET_FOR_PARAMS, JointRotationRangeConstraintParams, JointRotationTrackingConstraintParams,
     RigidPivotPositionConstraintParams, RigidPivotRotationConstraintParams, RigidPivotToRigidTargetConstraintParams,
@@ -130,6 +132,7 @@ class ConstraintSystem(Potential):
         self._scene.composition_changed()
 
     def _forget(self, handle: int) -> None:
+        self._scene._constraint_queries.forget(("rigid", handle))
         del self._type_of[handle]
         del self._objects[handle]
 
@@ -399,7 +402,8 @@ class Constraint:
     def get_force(self, world: int = 0) -> np.ndarray:
         """Force of the last step on the constrained DoFs of each actor, concatenated (module docstring).
 
-        Needs ``scene.register_query(QueryType.CONSTRAINT_FORCE)`` before stepping; zeros until a step has run
+        Needs QueryType.CONSTRAINT_FORCE registered (``scene.register_query`` or this constraint's
+        ``register_query``) before stepping; zeros until a step has run
         with the query registered since this constraint was created."""
         cs, row = self._locate()
         self._scene._require_query(QueryType.CONSTRAINT_FORCE, "Constraint.get_force")
@@ -408,6 +412,20 @@ class Constraint:
         if force is None:
             force = np.zeros((cs.num_constrained_actors, 6))
         return np.concatenate([force[i, list(dofs)] for i, dofs in enumerate(cs.actor_dofs)])
+
+    # --- queries (the reference's CONSTRAINT_FORCE, reference-counted QueryHandles) ------------------------------
+    def is_query_supported(self, type) -> bool:  # noqa: A002 (the reference's argument name)
+        return as_query_type(type) is QueryType.CONSTRAINT_FORCE
+
+    def register_query(self, type) -> QueryHandle:  # noqa: A002
+        """CONSTRAINT_FORCE: the following steps compute the constraints' forces (`get_force`); another type
+        raises `Error` and registers nothing."""
+        self._locate()
+        return self._scene._constraint_queries.register(("rigid", self._handle), type, repr(self))
+
+    def cancel_query(self, handle) -> None:
+        """Cancel one registration; an invalid or already-cancelled handle has no effect."""
+        self._scene._constraint_queries.cancel(("rigid", self._handle), handle)
 
     def get_num_actors(self) -> int:
         cs, _ = self._locate()
