@@ -37,6 +37,8 @@ REFERENCE_METHODS = [
     "set_articulated_pose_controller_params", "get_articulated_target_link_transforms", "get_dof_values",
     "set_articulated_target_link_transforms", "reset_articulated_target_link_transforms",
     "get_articulated_controller_force", "register_query", "cancel_query", "is_query_supported",
+    "add_boundary_condition_dofs_world", "add_boundary_condition_dofs_world_permanent", "clear_boundary_conditions",
+    "get_boundary_condition_dof_indices", "get_boundary_condition_dof_values_world",
 ]
 LINK_METHODS = ["get_articulated_actor", "get_articulated_jacobian", "is_nested_link_actor"]
 # 1.0.1, the five-joint chain below (FREE, SPHERICAL, PRISMATIC, REVOLUTE with limits [-0.5, 0.7], HARD) at pose Q and

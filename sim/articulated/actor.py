@@ -242,6 +242,34 @@ class ArticulatedActor:
         loads[idx] = vals
         self._oracle.dof_loads[worlds] = loads
 
+    # --- boundary conditions (sim/articulated/boundary.py) ---------------------------------------------------------
+    def add_boundary_condition_dofs_world(self, dof_indices, dof_values_world) -> None:
+        """Hold DoFs at values (m or rad; a SPHERICAL / FREE rotation as its rotation vector, all 3 or none) from
+        the next step on, in every world; indices strictly increasing within a call; adds to earlier entries (the
+        most recently added entry of a DoF is its value)."""
+        self._check_alive()
+        self._oracle.boundary.add(dof_indices, dof_values_world, permanent=False)
+
+    def add_boundary_condition_dofs_world_permanent(self, dof_indices, dof_values_world) -> None:
+        """As add_boundary_condition_dofs_world, but clear_boundary_conditions keeps these."""
+        self._check_alive()
+        self._oracle.boundary.add(dof_indices, dof_values_world, permanent=True)
+
+    def clear_boundary_conditions(self) -> None:
+        """Remove every clearable entry; permanent ones stay."""
+        self._check_alive()
+        self._oracle.boundary.clear()
+
+    def get_boundary_condition_dof_indices(self) -> np.ndarray:
+        """Every live entry's DoF, in the order added (repeats included)."""
+        self._check_alive()
+        return self._oracle.boundary.dofs.copy()
+
+    def get_boundary_condition_dof_values_world(self) -> np.ndarray:
+        """Every live entry's value, one per get_boundary_condition_dof_indices entry."""
+        self._check_alive()
+        return self._oracle.boundary.values.copy()
+
     # --- pose arithmetic ---------------------------------------------------------------------------------------
     def add_articulated_delta_to_pose(self, pose, delta_dofs, out_pose=None) -> np.ndarray:
         q = self._dof_vector(pose, "pose")[None]

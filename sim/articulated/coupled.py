@@ -33,6 +33,7 @@ from ..solver.numpy_newton import evaluate_potentials
 from ..step import pipeline
 from ..step.integration import effective_tableau
 from . import worlds as per_world
+from .boundary import eliminate
 from .energy import total
 from .kinematics import add_delta, forward_kinematics, link_jacobians
 from .oracle import _ARMIJO, minimize
@@ -225,9 +226,13 @@ def _accept(e_trial, energy, g_trial, grad_norm, alpha, slope):
 def newton(ctx_core, ctx_full, c, r, qs, arts, extra, size):
     """Minimize the coupled stage energy; returns (c, r, qs, iterations per world)."""
     dyn = np.flatnonzero(~ctx_core.model.bodies.is_static)
+    # DoFs under boundary conditions start at their values and leave the solve (sim/articulated/boundary.py)
+    held = np.concatenate([art.offset + art.sub.boundary.effective()[0] for art in arts])
+    qs = [art.sub.boundary.hold(q) if art.sub.boundary else q for art, q in zip(arts, qs)]
 
     def evaluate(x):
         energy, grad, hess, (cc, rr) = _evaluate(ctx_core, ctx_full, x[0], x[1], x[2], arts, extra, size)
+        eliminate(grad, hess, held)
         return energy, grad, hess, (cc, rr, x[2])
 
     def select(mask, trial, x):

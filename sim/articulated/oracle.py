@@ -28,6 +28,7 @@ from ..validation import as_int, bounded_real, real_array
 from ..constraints.params import check_saturation
 from .energy import (Drive, PositionTarget, RangeConstraint, RotationRange, RotationTarget, StageData, drives as
                      drive_terms, ranges as range_terms, total, tracking as tracking_terms)
+from .boundary import BoundaryConditions, eliminate
 from .kinematics import add_delta, forward_kinematics, joint_transforms, link_jacobians, pose_delta
 from .model import ArticulationModel
 from .params import ArticulatedJointType as JT
@@ -118,6 +119,7 @@ class ArticulatedOracle:
         # while want_constraint_force (QueryType.CONSTRAINT_FORCE registered on the scene or a constraint).
         self.constraint_force = np.zeros((self.num_worlds, 0))
         self.want_constraint_force = False
+        self.boundary = BoundaryConditions(model)  # DoFs held at values (boundary.py); shared by every world
 
     def _velocities_from_joints(self) -> None:
         m = self.model
@@ -475,9 +477,14 @@ class ArticulatedOracle:
     def _newton(self, stage: StageData, q0: np.ndarray, abs_tol, step_tol, max_iter):
         """Minimize the stage energy over q from q0; returns q and the Newton iterations per world."""
         m = self.model
+        held, _ = self.boundary.effective()
+        if held.size:
+            q0 = self.boundary.hold(q0)
 
         def evaluate(q):
-            return (*total(m, q, stage), q)
+            energy, grad, hess = total(m, q, stage)
+            eliminate(grad, hess, held)
+            return energy, grad, hess, q
 
         def accept(e_trial, energy, g_trial, grad_norm, alpha, slope):
             # Near the solution the energy change drops below its round-off, so a step that lowers the
