@@ -607,8 +607,9 @@ class Scene(ConstraintSceneMixin, ContactSceneMixin):
         rot = lie.quat_to_matrix(quat)
         com_local = np.array([self._records[r].com_local for r in rows]).reshape(len(rows), 3)
         cur = self._state.current
-        cur.rotation[np.ix_(w, rows)] = rot
-        cur.com_position[np.ix_(w, rows)] = trans + np.einsum("wkij,kj->wki", rot, com_local)
+        at = np.ix_(w, rows)
+        cur.rotation[at] = rot
+        cur.com_position[at] = trans + np.einsum("wkij,kj->wki", rot, com_local)
         if any(not self._records[r].is_static for r in rows):
             self._state.num_history[w] = 1
 

@@ -231,13 +231,18 @@ class ConstraintSystem(Potential):
                 cs.num_worlds = snap_worlds
             if snap is None:
                 continue
-            common, rows, snap_rows = np.intersect1d(self._handles[kind], snap["handles"], return_indices=True)
-            if not common.size:
-                continue
+            if np.array_equal(self._handles[kind], snap["handles"]):  # the usual case (an env's reset): same set
+                rows = snap_rows = slice(None)
+            else:
+                common, rows, snap_rows = np.intersect1d(self._handles[kind], snap["handles"], return_indices=True)
+                if not common.size:
+                    continue
             for store, saved in zip(_stores(cs), snap["stores"]):
                 for k in store:
                     if worlds is None:
                         store[k][:, rows] = saved[k][:, snap_rows]
+                    elif isinstance(rows, slice):
+                        store[k][worlds] = saved[k][source_worlds]
                     else:
                         store[k][np.ix_(worlds, rows)] = saved[k][np.ix_(source_worlds, snap_rows)]
         if worlds is None:
