@@ -38,7 +38,6 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import special
 
 from .. import lie
 from ..contact.ramp import step_c1
@@ -207,6 +206,8 @@ def dry_friction_ramp(x, falloff, ratio, stribeck):
     low = x < falloff
     u = np.maximum(x - falloff, 0.0)
     if stribeck > 0.0:
+        from scipy import special  # here, not at import: scipy is a third of the engine's import time
+
         gauss = np.exp(-(u / stribeck) ** 2)
         erf = special.erf(u / stribeck)
         hi_phi = 2 * falloff / 3 + ratio * u + (1 - ratio) * stribeck * math.sqrt(math.pi) / 2 * erf
