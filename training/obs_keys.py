@@ -5,10 +5,12 @@ images itself)."""
 
 from __future__ import annotations
 
+import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.preprocessing import get_flattened_obs_dim, is_image_space
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.vec_env import VecEnvWrapper
+from torch import nn
 
 
 class KeepObservationKeys(VecEnvWrapper):
@@ -81,7 +83,57 @@ class SmallCNNExtractor(BaseFeaturesExtractor):
         return th.cat([self.extractors[k](observations[k]) for k in self.extractors], dim=1)
 
 
-EXTRACTORS = {"SmallCNNExtractor": SmallCNNExtractor}
+class SpatialSoftmaxExtractor(BaseFeaturesExtractor):
+    """A keypoint encoder per image (Levine et al. 2016's spatial softmax, robomimic's default visual encoder):
+    two small convolutions (`KeypointEncoder`), then for each of ``num_keypoints`` feature maps the softmax-weighted mean pixel
+    position (x, y in [-1, 1]) and the vector keys flattened beside them. A push or a grasp needs where an object
+    is, which a keypoint gives as a number the policy's MLP reads directly; a flattened conv map has to learn that
+    position from thousands of units."""
+
+    def __init__(self, observation_space: spaces.Dict, num_keypoints: int = 16):
+        if not isinstance(num_keypoints, int) or isinstance(num_keypoints, bool) or num_keypoints < 1:
+            raise ValueError(f"num_keypoints must be a positive int, got {num_keypoints!r}")
+        extractors, total = {}, 0
+        for key, sub in observation_space.spaces.items():
+            if is_image_space(sub, check_channels=False):
+                channels, height, width = sub.shape  # channels first, as SB3 hands images to the policy
+                if min(height, width) < 8:  # at least 2 x 2 patches
+                    raise ValueError(f"SpatialSoftmaxExtractor needs images of at least 8 x 8 pixels, got {key!r} "
+                                     f"of {height} x {width}")
+                extractors[key] = KeypointEncoder(channels, num_keypoints)
+                total += 2 * num_keypoints
+            else:
+                extractors[key] = nn.Flatten()
+                total += get_flattened_obs_dim(sub)
+        super().__init__(observation_space, features_dim=total)
+        self.extractors = nn.ModuleDict(extractors)
+
+    def forward(self, observations):
+        return th.cat([self.extractors[k](observations[k]) for k in self.extractors], dim=1)
+
+
+class KeypointEncoder(nn.Module):
+    """A 4 x 4 stride-4 convolution (32 filters, one per 4 x 4 patch), a 1 x 1 convolution to ``num_keypoints``
+    maps and a spatial softmax with a learned temperature; the output is each map's expected x, then each map's
+    expected y, in [-1, 1] across the image. The patch convolution keeps the encoder at SmallCNNExtractor's cost
+    on one CPU thread (a 3 x 3 convolution at half resolution measured 8x slower per batch)."""
+
+    def __init__(self, channels: int, num_keypoints: int):
+        super().__init__()
+        self.convs = nn.Sequential(nn.Conv2d(channels, 32, 4, stride=4), nn.ReLU(),
+                                   nn.Conv2d(32, num_keypoints, 1))
+        self.log_temperature = nn.Parameter(th.zeros(()))
+
+    def forward(self, image):
+        maps = self.convs(image)
+        n, k, h, w = maps.shape
+        weights = th.softmax(maps.reshape(n, k, h * w) / self.log_temperature.exp(), dim=-1).reshape(n, k, h, w)
+        xs = th.linspace(-1.0, 1.0, w, dtype=maps.dtype, device=maps.device)
+        ys = th.linspace(-1.0, 1.0, h, dtype=maps.dtype, device=maps.device)
+        return th.cat([(weights.sum(dim=2) * xs).sum(dim=-1), (weights.sum(dim=3) * ys).sum(dim=-1)], dim=1)
+
+
+EXTRACTORS = {"SmallCNNExtractor": SmallCNNExtractor, "SpatialSoftmaxExtractor": SpatialSoftmaxExtractor}
 
 
 def named_extractor(policy_kwargs: dict) -> dict:
