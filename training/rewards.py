@@ -30,7 +30,25 @@ grasped state pays more than any state not grasped (at most 2 / 5 of the stages'
 ``success_bonus`` more than any other state (ManiSkill's PickCube pays 5 on success against at most 3 before). Terms in ``info``: ``reward_reach``, ``reward_close``,
 ``reward_grasped``, ``reward_lift``, ``reward_carry``, ``reward_env``.
 
-Both live here, not in registered ids, because they need the gripper's state, which the observation has: the env's ids and their ``compute_reward``
+``"throw_staged"`` (``ThrowStagedReward``): Throw shaped the same way, per step in [0, 1]: PickAndPlace's first
+stages, then an aim term that reads where the cube is going, so the throw pays the step it is made and not only
+the ~12 control steps later when the cube lands (a horizon gamma 0.9 barely sees):
+
+* reach, close, grasped: as ``pick_and_place_staged``; lift, while grasped: the cube's bottom over ``lift_m``;
+* loose (1 or 0): the cube not grasped and either moving faster than ``loose_speed_m_s`` or below the table top
+  (thrown, dropped or batted): the four stages above count as done, so letting go of a well-aimed cube never pays
+  less than holding it;
+* aim: ``1 - tanh(k_aim * d)``, d the horizontal distance from the bin's centre of the point where the cube's free
+  flight from its current position and velocity (the engine's discrete flight, ``discrete_flight_crossing``) comes
+  down through the bin's rim height (the cube's own position once it is below that height); a cube at rest on the
+  table aims straight down, at its own position;
+* success (the task's: the cube inside the bin): the step's reward is the maximum, ``1``.
+
+reward = (stage_share * (reach + reached * close + grasped * (1 + lift)) / 4, or stage_share when loose,
++ (1 - stage_share) * aim) x (1 - success_bonus), or 1 on success. Terms in ``info``: ``reward_reach``,
+``reward_close``, ``reward_grasped``, ``reward_lift``, ``reward_loose``, ``reward_aim``, ``reward_env``.
+
+They live here, not in registered ids, because they need the gripper's state, which the observation has: the env's ids and their ``compute_reward``
 (the goal-only reward HER relabels with) stay as they are, and no id exists whose ``compute_reward`` would not
 match its ``step`` reward.
 """
@@ -40,8 +58,10 @@ from __future__ import annotations
 import numpy as np
 from stable_baselines3.common.vec_env import VecEnvWrapper
 
+from ..envs.scripted.throw import discrete_flight_crossing
+
 # Push's observation layout (envs/tasks/push.py): the grip point first, then the cube
-GRIP, CUBE, FINGERS = slice(0, 3), slice(3, 6), slice(9, 11)
+GRIP, CUBE, FINGERS, CUBE_VELOCITY = slice(0, 3), slice(3, 6), slice(9, 11), slice(14, 17)
 
 
 def push_staged_reward(grip, cube, goal, success, *, cube_half_m=0.02, push_offset_m=0.035, push_height_m=0.01,
@@ -100,6 +120,39 @@ def pick_and_place_staged_reward(grip, cube, fingers, goal, success, *, cube_hal
     reward = np.where(success, 1.0, stages)
     return {"reward": reward, "reach": reach, "reached": reached, "close": close, "grasped": grasped, "lift": lift,
             "carry": carry}
+
+
+def throw_staged_reward(grip, cube, cube_velocity, fingers, goal, success, *, cube_half_m=0.02, finger_half_m=0.006,
+                        max_opening_m=0.08, grasp_depth_m=0.01, reached_tol_m=0.015, grasp_gap_tol_m=0.004,
+                        lift_m=0.05, loose_speed_m_s=0.5, bin_height_m=0.36, physics_dt=0.02, k_reach=5.0,
+                        k_aim=2.0, stage_share=0.4, success_bonus=0.3) -> dict:
+    """The staged Throw reward's terms for batches (W, 3) of grip point, cube position and velocity and goal (the
+    bin's target point: its floor centre at the cube's resting height), (W, 2) finger offsets and (W,) success;
+    the ``reward`` term is their weighted sum. Pure numpy, so tests check it on hand-made states. The table's top is
+    at z = 0."""
+    if not 0 <= stage_share <= 1:
+        raise ValueError(f"stage_share {stage_share} must be in [0, 1]: the stages' share of the aim's")
+    if not success_bonus < 1:
+        raise ValueError(f"success_bonus {success_bonus} must be < 1: the stages and the aim would pay nothing")
+    picked = pick_and_place_staged_reward(grip, cube, fingers, goal, np.zeros(len(np.atleast_2d(cube)), bool),
+                                          cube_half_m=cube_half_m, finger_half_m=finger_half_m,
+                                          max_opening_m=max_opening_m, grasp_depth_m=grasp_depth_m,
+                                          reached_tol_m=reached_tol_m, grasp_gap_tol_m=grasp_gap_tol_m,
+                                          lift_m=lift_m, k_reach=k_reach)
+    cube, velocity, goal = (np.asarray(a, dtype=np.float64) for a in (cube, cube_velocity, goal))
+    reach, reached, close, grasped, lift = (picked[k] for k in ("reach", "reached", "close", "grasped", "lift"))
+    speed = np.linalg.norm(velocity, axis=1)
+    loose = ((grasped == 0) & ((speed > loose_speed_m_s) | (cube[:, 2] < -cube_half_m))).astype(np.float64)
+    rim = goal[:, 2] + bin_height_m  # the cube's centre when its bottom face passes the bin's rim
+    crossing, _ = discrete_flight_crossing(cube, velocity, rim, physics_dt)
+    above = cube[:, 2] > rim
+    landing = np.where(above[:, None], crossing, cube)
+    aim = 1.0 - np.tanh(k_aim * np.linalg.norm(landing[:, :2] - goal[:, :2], axis=1))
+    stages = np.where(loose == 1, 1.0, (reach + reached * close + grasped * (1.0 + lift)) / 4.0)
+    shaped = (stage_share * stages + (1.0 - stage_share) * aim) * (1.0 - success_bonus)
+    reward = np.where(np.asarray(success, dtype=bool), 1.0, shaped)
+    return {"reward": reward, "reach": reach, "reached": reached, "close": close, "grasped": grasped, "lift": lift,
+            "loose": loose, "aim": aim}
 
 
 class StagedReward(VecEnvWrapper):
@@ -173,7 +226,20 @@ class PickAndPlaceStagedReward(StagedReward):
         return pick_and_place_staged_reward(ob[:, GRIP], ob[:, CUBE], ob[:, FINGERS], goal, success, **params)
 
 
-REWARDS = {c.name: c for c in (PushStagedReward, PickAndPlaceStagedReward)}
+class ThrowStagedReward(StagedReward):
+    """``throw_staged_reward`` on Throw's observation (Push's layout; the bin's target point is the goal)."""
+
+    name = "throw_staged"
+    env_ids = ("SuperDex/Throw-v0",)
+    terms = ("reach", "close", "grasped", "lift", "loose", "aim")
+
+    @staticmethod
+    def reward_fn(ob, goal, success, **params) -> dict:
+        return throw_staged_reward(ob[:, GRIP], ob[:, CUBE], ob[:, CUBE_VELOCITY], ob[:, FINGERS], goal, success,
+                                   **params)
+
+
+REWARDS = {c.name: c for c in (PushStagedReward, PickAndPlaceStagedReward, ThrowStagedReward)}
 
 
 def wrap_reward(venv, name: str, params: dict | None = None):
