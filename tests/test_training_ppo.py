@@ -187,3 +187,52 @@ def test_policy_keys_must_be_observation_keys(tmp_path):
         train_mod.resolve("reach_rgb_ppo", overrides=['train.policy_keys="rgb"'])
     with pytest.raises(ValueError, match="HER"):  # SAC + HER needs the goal keys
         train_mod.resolve("reach", overrides=['train.policy_keys=["observation", "desired_goal"]'])
+
+
+def test_keypoint_encoder_finds_a_spot_where_it_is():
+    """KeypointEncoder's coordinates: with its filters set to pass the red channel, a red 4 x 4 patch at row r,
+    column c of a 64 x 64 image gives x at the patch column's centre (c / 15 * 2 - 1 over the 16 patch columns)
+    and y at its row's, as the softmax sharpens (a large temperature's inverse)."""
+    import torch as th
+
+    from superdex_gym.training.obs_keys import KeypointEncoder
+
+    enc = KeypointEncoder(3, 2)
+    with th.no_grad():
+        first, second = enc.convs[0], enc.convs[2]
+        first.weight.zero_()
+        first.bias.zero_()
+        first.weight[0, 0] = 1.0 / 16  # filter 0: the patch's mean red
+        second.weight.zero_()
+        second.bias.zero_()
+        second.weight[:, 0] = 200.0  # both maps: filter 0, sharp
+        enc.log_temperature.zero_()
+    for row, col in [(0, 0), (5, 11), (15, 3)]:
+        image = th.zeros(1, 3, 64, 64)
+        image[0, 0, 4 * row:4 * row + 4, 4 * col:4 * col + 4] = 1.0
+        out = enc(image)[0].detach().numpy()
+        assert out.shape == (4,)  # x of both maps, then y of both
+        assert out[:2] == pytest.approx([col / 15 * 2 - 1] * 2, abs=1e-6)
+        assert out[2:] == pytest.approx([row / 15 * 2 - 1] * 2, abs=1e-6)
+
+
+def test_ppo_from_pixels_through_keypoints(tmp_path):
+    """configs/push_rgb_keypoints_ppo.toml, tiny: the top camera, the keypoint extractor's features (2 per keypoint
+    per image beside the vector keys), and bad extractor arguments refused by name."""
+    from superdex_gym.training.obs_keys import SpatialSoftmaxExtractor
+
+    out = tmp_path / "run"
+    result = train_mod.train("push_rgb_keypoints_ppo", output=out, total_timesteps=256, num_envs=8, eval_freq=0,
+                             eval_episodes=2, overrides=TINY + ["env.image_size=24"], verbose=0)
+    extractor = result.model.policy.features_extractor
+    assert type(extractor).__name__ == "SpatialSoftmaxExtractor"
+    assert extractor.features_dim == 2 * 16 + 10 + 3  # keypoints, proprioception, desired_goal
+    assert result.metrics["timesteps"] == 256
+    space = result.model.observation_space
+    with pytest.raises(ValueError, match="num_keypoints"):
+        SpatialSoftmaxExtractor(space, num_keypoints=0)
+    from gymnasium import spaces
+
+    small = spaces.Dict({"rgb": spaces.Box(0, 255, (3, 6, 6), np.uint8)})
+    with pytest.raises(ValueError, match="'rgb' of 6 x 6"):
+        SpatialSoftmaxExtractor(small)
