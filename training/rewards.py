@@ -48,6 +48,16 @@ reward = (stage_share * (reach + reached * close + grasped * (1 + lift)) / 4, or
 + (1 - stage_share) * aim) x (1 - success_bonus), or 1 on success. Terms in ``info``: ``reward_reach``,
 ``reward_close``, ``reward_grasped``, ``reward_lift``, ``reward_loose``, ``reward_aim``, ``reward_env``.
 
+``"stack_staged"`` (``StackStagedReward``, Stack2 and Stack3): the tower built bottom first, per step in [0, 1]. A
+cube is *placed* when it is within ``placed_tol_m`` of its target (tighter than the task's 5 cm success radius: a
+cube 4 cm off is no base for the next one); the cube worked on is the first one from the bottom that is not. Its
+``pick_and_place_staged`` stages toward its own target (reach, close, grasped, lift, carry; (their sum) / 5 in
+[0, 1]) add to the count of cubes placed below it:
+
+reward = (placed + stages of the cube worked on) / cubes x (1 - success_bonus), or 1 on success. Terms in
+``info``: ``reward_placed`` (the count), ``reward_working`` (the cube's index) and that cube's ``reward_reach``,
+``reward_close``, ``reward_grasped``, ``reward_lift``, ``reward_carry``.
+
 They live here, not in registered ids, because they need the gripper's state, which the observation has: the env's ids and their ``compute_reward``
 (the goal-only reward HER relabels with) stay as they are, and no id exists whose ``compute_reward`` would not
 match its ``step`` reward.
@@ -62,6 +72,8 @@ from ..envs.scripted.throw import discrete_flight_crossing
 
 # Push's observation layout (envs/tasks/push.py): the grip point first, then the cube
 GRIP, CUBE, FINGERS, CUBE_VELOCITY = slice(0, 3), slice(3, 6), slice(9, 11), slice(14, 17)
+# Stack's (envs/tasks/stack.py): the grip point, the finger offsets, ...; the cubes are the achieved goal
+STACK_FINGERS = slice(3, 5)
 
 
 def push_staged_reward(grip, cube, goal, success, *, cube_half_m=0.02, push_offset_m=0.035, push_height_m=0.01,
@@ -155,6 +167,33 @@ def throw_staged_reward(grip, cube, cube_velocity, fingers, goal, success, *, cu
             "loose": loose, "aim": aim}
 
 
+def stack_staged_reward(grip, fingers, cubes, targets, success, *, placed_tol_m=0.02, cube_half_m=0.02,
+                        finger_half_m=0.006, max_opening_m=0.08, grasp_depth_m=0.01, reached_tol_m=0.015,
+                        grasp_gap_tol_m=0.004, lift_m=0.03, k_reach=5.0, k_carry=5.0, success_bonus=0.3) -> dict:
+    """The staged Stack reward's terms for batches (W, 3) of grip points, (W, 2) finger offsets, (W, n, 3) cube
+    positions and their targets (bottom first) and (W,) success; the ``reward`` term is their normalized sum. Pure
+    numpy, so tests check it on hand-made states. The table's top is at z = 0."""
+    if not success_bonus < 1:
+        raise ValueError(f"success_bonus {success_bonus} must be < 1: the stages would pay nothing")
+    cubes, targets = np.asarray(cubes, dtype=np.float64), np.asarray(targets, dtype=np.float64)
+    w, n = cubes.shape[:2]
+    rows = np.arange(w)
+    close_enough = np.linalg.norm(cubes - targets, axis=-1) < placed_tol_m  # (W, n)
+    placed = np.cumprod(close_enough, axis=1).sum(axis=1)  # the tower from the bottom up
+    working = np.minimum(placed, n - 1)
+    picked = pick_and_place_staged_reward(grip, cubes[rows, working], fingers, targets[rows, working],
+                                          np.zeros(w, bool), cube_half_m=cube_half_m, finger_half_m=finger_half_m,
+                                          max_opening_m=max_opening_m, grasp_depth_m=grasp_depth_m,
+                                          reached_tol_m=reached_tol_m, grasp_gap_tol_m=grasp_gap_tol_m,
+                                          lift_m=lift_m, k_reach=k_reach, k_carry=k_carry)
+    stages = np.where(placed == n, 0.0, picked["reward"])  # the tower done: the count alone (n) is the most
+    shaped = (placed + stages) / n * (1.0 - success_bonus)
+    reward = np.where(np.asarray(success, dtype=bool), 1.0, shaped)
+    out = {"reward": reward, "placed": placed.astype(np.float64), "working": working.astype(np.float64)}
+    out.update({k: picked[k] for k in ("reach", "close", "grasped", "lift", "carry")})
+    return out
+
+
 class StagedReward(VecEnvWrapper):
     """A staged reward (``reward_fn``) over a Push-layout VecEnv with SB3's auto-reset (a world that ended is scored on
     its ``terminal_observation``, not on the next episode's first observation). Wrap the raw env, inside
@@ -163,6 +202,7 @@ class StagedReward(VecEnvWrapper):
     name = ""
     env_ids: tuple = ()  # the ids whose observation it reads
     terms: tuple = ()  # the reward_fn terms copied into info as reward_<term>
+    probe_widths: tuple = (25, 3)  # an observation's and a goal's width, to try the constants on
 
     def __init__(self, venv, **params):
         self.check_params(params)  # a misspelt constant fails before training, not at the first step
@@ -177,7 +217,7 @@ class StagedReward(VecEnvWrapper):
     def check_params(cls, params: dict) -> None:
         """ValueError naming a ``[reward]`` key that ``reward_fn`` does not take, or a negative value."""
         try:
-            cls.reward_fn(np.ones((1, 25)), np.ones((1, 3)), [False], **params)
+            cls.reward_fn(np.ones((1, cls.probe_widths[0])), np.ones((1, cls.probe_widths[1])), [False], **params)
         except TypeError as e:
             raise ValueError(f"[reward] for {cls.name!r}: {e}") from e
         negative = sorted(k for k, v in params.items() if not float(v) >= 0)
@@ -239,7 +279,23 @@ class ThrowStagedReward(StagedReward):
                                    **params)
 
 
-REWARDS = {c.name: c for c in (PushStagedReward, PickAndPlaceStagedReward, ThrowStagedReward)}
+class StackStagedReward(StagedReward):
+    """``stack_staged_reward`` on Stack's observation (the cubes and their targets are the goals)."""
+
+    name = "stack_staged"
+    env_ids = ("SuperDex/Stack2-v0", "SuperDex/Stack3-v0")
+    terms = ("placed", "working", "reach", "close", "grasped", "lift", "carry")
+    probe_widths = (40, 6)
+
+    @staticmethod
+    def reward_fn(ob, goal, success, **params) -> dict:
+        n = goal.shape[1] // 3
+        cubes = ob[:, 10:10 + 15 * n].reshape(len(ob), n, 15)[:, :, :3]  # each cube's block starts at its position
+        return stack_staged_reward(ob[:, GRIP], ob[:, STACK_FINGERS], cubes, goal.reshape(len(goal), n, 3), success,
+                                   **params)
+
+
+REWARDS = {c.name: c for c in (PushStagedReward, PickAndPlaceStagedReward, ThrowStagedReward, StackStagedReward)}
 
 
 def wrap_reward(venv, name: str, params: dict | None = None):

@@ -346,7 +346,7 @@ def check_reward(cfg: dict) -> None:
     if name not in REWARDS:
         raise ValueError(f"train.reward must be 'env' or one of {sorted(REWARDS)}, got {name!r}")
     if cfg["env_id"] not in REWARDS[name].env_ids:
-        raise ValueError(f"train.reward = {name!r} reads Push's observation layout; env_id must be one of "
+        raise ValueError(f"train.reward = {name!r} reads the observation layout of these ids; env_id must be one of "
                          f"{list(REWARDS[name].env_ids)}, got {cfg['env_id']!r}")
     REWARDS[name].check_params(params)
 
