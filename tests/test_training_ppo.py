@@ -231,6 +231,9 @@ def test_ppo_from_pixels_through_keypoints(tmp_path):
     space = result.model.observation_space
     with pytest.raises(ValueError, match="num_keypoints"):
         SpatialSoftmaxExtractor(space, num_keypoints=0)
+    for bad in (0.0, -1.0, float("nan"), "0.1"):
+        with pytest.raises(ValueError, match="temperature"):
+            SpatialSoftmaxExtractor(space, temperature=bad)
     from gymnasium import spaces
 
     small = spaces.Dict({"rgb": spaces.Box(0, 255, (3, 6, 6), np.uint8)})

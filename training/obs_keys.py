@@ -5,6 +5,7 @@ images itself)."""
 
 from __future__ import annotations
 
+import numpy as np
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.preprocessing import get_flattened_obs_dim, is_image_space
@@ -90,9 +91,11 @@ class SpatialSoftmaxExtractor(BaseFeaturesExtractor):
     is, which a keypoint gives as a number the policy's MLP reads directly; a flattened conv map has to learn that
     position from thousands of units."""
 
-    def __init__(self, observation_space: spaces.Dict, num_keypoints: int = 16):
+    def __init__(self, observation_space: spaces.Dict, num_keypoints: int = 16, temperature: float = 0.03):
         if not isinstance(num_keypoints, int) or isinstance(num_keypoints, bool) or num_keypoints < 1:
             raise ValueError(f"num_keypoints must be a positive int, got {num_keypoints!r}")
+        if not (isinstance(temperature, (int, float)) and np.isfinite(temperature) and temperature > 0):
+            raise ValueError(f"temperature must be a positive finite number, got {temperature!r}")
         extractors, total = {}, 0
         for key, sub in observation_space.spaces.items():
             if is_image_space(sub, check_channels=False):
@@ -100,7 +103,7 @@ class SpatialSoftmaxExtractor(BaseFeaturesExtractor):
                 if min(height, width) < 8:  # at least 2 x 2 patches
                     raise ValueError(f"SpatialSoftmaxExtractor needs images of at least 8 x 8 pixels, got {key!r} "
                                      f"of {height} x {width}")
-                extractors[key] = KeypointEncoder(channels, num_keypoints)
+                extractors[key] = KeypointEncoder(channels, num_keypoints, float(temperature))
                 total += 2 * num_keypoints
             else:
                 extractors[key] = nn.Flatten()
@@ -116,13 +119,16 @@ class KeypointEncoder(nn.Module):
     """A 4 x 4 stride-4 convolution (32 filters, one per 4 x 4 patch), a 1 x 1 convolution to ``num_keypoints``
     maps and a spatial softmax with a learned temperature; the output is each map's expected x, then each map's
     expected y, in [-1, 1] across the image. The patch convolution keeps the encoder at SmallCNNExtractor's cost
-    on one CPU thread (a 3 x 3 convolution at half resolution measured 8x slower per batch)."""
+    on one CPU thread (a 3 x 3 convolution at half resolution measured 8x slower per batch). ``temperature``: the
+    softmax's starting temperature; the initial maps are ~0.1 in size, so at 1 every keypoint starts near the image
+    centre and learns slowly (docs/pixels.md: supervised on the cube's position, 0.03 reached 2 cm in half the
+    steps 1 needed for 5 cm)."""
 
-    def __init__(self, channels: int, num_keypoints: int):
+    def __init__(self, channels: int, num_keypoints: int, temperature: float = 0.03):
         super().__init__()
         self.convs = nn.Sequential(nn.Conv2d(channels, 32, 4, stride=4), nn.ReLU(),
                                    nn.Conv2d(32, num_keypoints, 1))
-        self.log_temperature = nn.Parameter(th.zeros(()))
+        self.log_temperature = nn.Parameter(th.tensor(float(np.log(temperature))))
 
     def forward(self, image):
         maps = self.convs(image)
