@@ -60,21 +60,28 @@ def test_aim_reads_the_free_flight_crossing_of_the_rim():
 def test_each_stage_and_the_loose_cube():
     pose = CUBE - [0, 0, 0.01]
     aim = 1 - np.tanh(2.0 * np.linalg.norm(CUBE[:2] - BIN[:2]))
-    shaped = lambda stages, a=aim: (0.4 * stages + 0.6 * a) * 0.7  # noqa: E731 (stage_share 0.4, bonus 0.3)
+    # stage_share 0.4, success_bonus 0.3; the aim paid in proportion to grasped x lift, or in full when loose
+    shaped = lambda stages, a=aim, credit=0.0: (0.4 * stages + 0.6 * a * credit) * 0.7  # noqa: E731
     far = terms(pose + [0, 0, 0.2], CUBE)
     assert far["reward"] == pytest.approx(shaped((1 - np.tanh(5 * 0.2)) / 4))
     at = terms(pose, CUBE)
     assert (at["reached"], at["close"], at["grasped"], at["loose"]) == (1.0, 0.0, 0.0, 0.0)
     assert at["reward"] == pytest.approx(shaped(1 / 4))
-    held = terms(pose, CUBE, gap=0.04)
+    held = terms(pose, CUBE, gap=0.04)  # held on the table: no aim yet
     assert (held["grasped"], held["lift"]) == (1.0, 0.0) and held["reward"] == pytest.approx(shaped(3 / 4))
+    half = CUBE + [0, 0, 0.025]
+    assert terms(half - [0, 0, 0.01], half, gap=0.04)["reward"] == pytest.approx(shaped(3.5 / 4, aim, 0.5))
     up = CUBE + [0, 0, 0.05]
     lifted = terms(up - [0, 0, 0.01], up, gap=0.04)
-    assert lifted["lift"] == 1.0 and lifted["reward"] == pytest.approx(shaped(1.0))
+    assert lifted["lift"] == 1.0 and lifted["reward"] == pytest.approx(shaped(1.0, aim, 1.0))
     # let go 5 cm up, moving at 1 m/s: not held, but loose, so the stages count as done and only the aim moves
     flying = terms(up - [0.1, 0, 0.01], up + [0, 0, 0.001], velocity=(1.0, 0.0, 0.5))
     assert (flying["grasped"], flying["loose"]) == (0.0, 1.0)
-    assert flying["reward"] == pytest.approx(shaped(1.0, flying["aim"])) and flying["aim"] > lifted["aim"]
+    assert flying["reward"] == pytest.approx(shaped(1.0, flying["aim"], 1.0)) and flying["aim"] > lifted["aim"]
+    # a cube batted along the table toward the bin, short of it (its flight comes down 0.46 m from the centre),
+    # pays no aim: it is neither held nor loose
+    batted = terms(pose, CUBE + [0.1, 0, 0], velocity=(0.5, 0.0, 0.0))
+    assert batted["aim"] > aim and batted["reward"] == pytest.approx(shaped(batted["reach"] / 4))
     # a cube batted along the table is not loose, nor one knocked off it away from the bin; one coming down
     # within aimed_m (15 cm) of the bin's centre is, at any height
     assert terms(pose + [0.1, 0, 0], CUBE, velocity=(2.0, 0, 0))["loose"] == 0.0

@@ -42,12 +42,14 @@ the ~12 control steps later when the cube lands (a horizon gamma 0.9 barely sees
   than 0.5 m/s, was learned as batting the cube off the table);
 * aim: ``1 - tanh(k_aim * d)``, d the horizontal distance from the bin's centre of the point where the cube's free
   flight from its current position and velocity (the engine's discrete flight, ``discrete_flight_crossing``) comes
-  down through the bin's rim height (the cube's own position once it is below that height); a cube at rest on the
-  table aims straight down, at its own position;
+  down through the bin's rim height (the cube's own position once it is below that height), paid in proportion to
+  ``grasped * lift`` while held and in full while loose: a cube pushed or batted about the table pays no aim, so
+  the grasp is the way to it (paid always, the aim was learned as flinging the cube without a grasp: 0.36 success
+  at 1.4M, seed 0);
 * success (the task's: the cube inside the bin): the step's reward is the maximum, ``1``.
 
 reward = (stage_share * (reach + reached * close + grasped * (1 + lift)) / 4, or stage_share when loose,
-+ (1 - stage_share) * aim) x (1 - success_bonus), or 1 on success. Terms in ``info``: ``reward_reach``,
++ (1 - stage_share) * aim * (grasped * lift, or 1 when loose)) x (1 - success_bonus), or 1 on success. Terms in ``info``: ``reward_reach``,
 ``reward_close``, ``reward_grasped``, ``reward_lift``, ``reward_loose``, ``reward_aim``, ``reward_env``.
 
 ``"stack_staged"`` (``StackStagedReward``, Stack2 and Stack3): the tower built bottom first, per step in [0, 1]. A
@@ -164,7 +166,8 @@ def throw_staged_reward(grip, cube, cube_velocity, fingers, goal, success, *, cu
     high = cube[:, 2] - cube_half_m > lift_m
     loose = ((grasped == 0) & (high | (miss < aimed_m))).astype(np.float64)
     stages = np.where(loose == 1, 1.0, (reach + reached * close + grasped * (1.0 + lift)) / 4.0)
-    shaped = (stage_share * stages + (1.0 - stage_share) * aim) * (1.0 - success_bonus)
+    credited = np.where(loose == 1, 1.0, grasped * lift)
+    shaped = (stage_share * stages + (1.0 - stage_share) * aim * credited) * (1.0 - success_bonus)
     reward = np.where(np.asarray(success, dtype=bool), 1.0, shaped)
     return {"reward": reward, "reach": reach, "reached": reached, "close": close, "grasped": grasped, "lift": lift,
             "loose": loose, "aim": aim}
