@@ -53,3 +53,17 @@ def gif_size_and_duration_ms(path):
             im.seek(i)
             total_ms += im.info["duration"]
         return im.size, total_ms
+
+
+def staged_reward_episode_end(wrapper_cls, env_id: str, worlds: int = 2, seed: int = 4):
+    """A staged-reward wrapper (training/rewards.py) over ``worlds`` worlds of ``env_id`` with 3-step episodes, stepped
+    to the episodes' end: (rewards, infos) of the last step, whose observations are the next episodes' first, so
+    the rewards must have been scored on each info's ``terminal_observation``."""
+    from superdex_gym.envs.adapters.sb3 import SuperDexSB3VecEnv
+
+    venv = wrapper_cls(SuperDexSB3VecEnv(worlds, seed=seed, env_id=env_id, max_episode_steps=3))
+    venv.reset()
+    for _ in range(3):
+        _, rewards, dones, infos = venv.step(np.tile([[0.5, 0.2, -0.3, -1.0]], (worlds, 1)))
+    assert dones.all() and rewards.dtype == np.float32
+    return rewards, infos

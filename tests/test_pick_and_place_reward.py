@@ -4,6 +4,7 @@ terminal observation, and bad constants refused by name."""
 
 import numpy as np
 import pytest
+from helpers import staged_reward_episode_end
 
 pytest.importorskip("stable_baselines3")
 
@@ -88,14 +89,7 @@ def test_stages_rise_and_rewards_stay_in_bounds():
 
 
 def test_wrapper_scores_an_ended_episode_on_its_terminal_observation():
-    from superdex_gym.envs.adapters.sb3 import SuperDexSB3VecEnv
-
-    venv = PickAndPlaceStagedReward(SuperDexSB3VecEnv(2, seed=4, env_id="SuperDex/PickAndPlace-v0",
-                                                      max_episode_steps=3))
-    venv.reset()
-    for _ in range(3):
-        obs, rewards, dones, infos = venv.step(np.tile([[0.5, 0.2, -0.3, -1.0]], (2, 1)))
-    assert dones.all() and rewards.dtype == np.float32
+    rewards, infos = staged_reward_episode_end(PickAndPlaceStagedReward, "SuperDex/PickAndPlace-v0")
     for i, info in enumerate(infos):
         last = info["terminal_observation"]
         o = last["observation"][None]

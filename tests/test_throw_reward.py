@@ -1,9 +1,10 @@
 """The staged Throw reward PPO trains on (training/rewards.py, ``throw_staged``): the aim term against the ballistic
-closed form, each stage on hand-made states, a thrown or aimed cube keeping the grasp stages' credit, the bounds, the wrapper
-scoring an ended episode on its terminal observation, and bad constants refused by name."""
+closed form, each stage on hand-made states, a thrown or aimed cube keeping the grasp stages' credit, the bounds,
+the wrapper scoring an ended episode on its terminal observation, and bad constants refused by name."""
 
 import numpy as np
 import pytest
+from helpers import staged_reward_episode_end
 
 pytest.importorskip("stable_baselines3")
 
@@ -110,13 +111,7 @@ def test_rewards_stay_in_bounds_and_letting_go_of_an_aimed_cube_never_pays_less(
 
 
 def test_wrapper_scores_an_ended_episode_on_its_terminal_observation():
-    from superdex_gym.envs.adapters.sb3 import SuperDexSB3VecEnv
-
-    venv = ThrowStagedReward(SuperDexSB3VecEnv(2, seed=4, env_id="SuperDex/Throw-v0", max_episode_steps=3))
-    venv.reset()
-    for _ in range(3):
-        obs, rewards, dones, infos = venv.step(np.tile([[0.5, 0.2, -0.3, -1.0]], (2, 1)))
-    assert dones.all() and rewards.dtype == np.float32
+    rewards, infos = staged_reward_episode_end(ThrowStagedReward, "SuperDex/Throw-v0")
     for i, info in enumerate(infos):
         last = info["terminal_observation"]
         o = last["observation"][None]

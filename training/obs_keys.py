@@ -86,10 +86,10 @@ class SmallCNNExtractor(BaseFeaturesExtractor):
 
 class SpatialSoftmaxExtractor(BaseFeaturesExtractor):
     """A keypoint encoder per image (Levine et al. 2016's spatial softmax, robomimic's default visual encoder):
-    two small convolutions (`KeypointEncoder`), then for each of ``num_keypoints`` feature maps the softmax-weighted mean pixel
-    position (x, y in [-1, 1]) and the vector keys flattened beside them. A push or a grasp needs where an object
-    is, which a keypoint gives as a number the policy's MLP reads directly; a flattened conv map has to learn that
-    position from thousands of units."""
+    two small convolutions (`KeypointEncoder`), then for each of ``num_keypoints`` feature maps the softmax-weighted
+    mean pixel position (x, y in [-1, 1]) and the vector keys flattened beside them. A push or a grasp needs where
+    an object is, which a keypoint gives as a number the policy's MLP reads directly; a flattened conv map has to
+    learn that position from thousands of units."""
 
     def __init__(self, observation_space: spaces.Dict, num_keypoints: int = 16, temperature: float = 0.03):
         if not isinstance(num_keypoints, int) or isinstance(num_keypoints, bool) or num_keypoints < 1:

@@ -49,8 +49,9 @@ the ~12 control steps later when the cube lands (a horizon gamma 0.9 barely sees
 * success (the task's: the cube inside the bin): the step's reward is the maximum, ``1``.
 
 reward = (stage_share * (reach + reached * close + grasped * (1 + lift)) / 4, or stage_share when loose,
-+ (1 - stage_share) * aim * (grasped * lift, or 1 when loose)) x (1 - success_bonus), or 1 on success. Terms in ``info``: ``reward_reach``,
-``reward_close``, ``reward_grasped``, ``reward_lift``, ``reward_loose``, ``reward_aim``, ``reward_env``.
++ (1 - stage_share) * aim * (grasped * lift, or 1 when loose)) x (1 - success_bonus), or 1 on success. Terms in
+``info``: ``reward_reach``, ``reward_close``, ``reward_grasped``, ``reward_lift``, ``reward_loose``, ``reward_aim``,
+``reward_env``.
 
 ``"stack_staged"`` (``StackStagedReward``, Stack2 and Stack3): the tower built bottom first, per step in [0, 1]. A
 cube is *placed* when it is within ``placed_tol_m`` of its target (tighter than the task's 5 cm success radius: a
@@ -62,9 +63,9 @@ reward = (placed + stages of the cube worked on) / cubes x (1 - success_bonus), 
 ``info``: ``reward_placed`` (the count), ``reward_working`` (the cube's index) and that cube's ``reward_reach``,
 ``reward_close``, ``reward_grasped``, ``reward_lift``, ``reward_carry``.
 
-They live here, not in registered ids, because they need the gripper's state, which the observation has: the env's ids and their ``compute_reward``
-(the goal-only reward HER relabels with) stay as they are, and no id exists whose ``compute_reward`` would not
-match its ``step`` reward.
+They live here, not in registered ids, because they need the gripper's state, which the observation has: the env's
+ids and their ``compute_reward`` (the goal-only reward HER relabels with) stay as they are, and no id exists whose
+``compute_reward`` would not match its ``step`` reward.
 """
 
 from __future__ import annotations
