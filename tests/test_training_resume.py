@@ -52,8 +52,12 @@ def test_resume_continues_a_crashed_run_from_its_latest_checkpoint(tmp_path):
                         **KW)
     assert [r["timesteps"] for r in seen] == [400, 800]
     ck = run / "checkpoints"
-    assert sorted(p.name for p in ck.iterdir()) == ["model_400_steps.zip", "model_replay_buffer_400_steps.pkl",
+    assert sorted(p.name for p in ck.iterdir()) == ["model_400_steps.json", "model_400_steps.zip",
+                                                     "model_replay_buffer_400_steps.pkl",
                                                      "model_vecnormalize_400_steps.pkl"]
+    # the run's wall-clock at the checkpoint, written after the 400 evaluation in the same rollout's end
+    at_checkpoint = json.loads((ck / "model_400_steps.json").read_text())["wall_time_s"]
+    assert at_checkpoint >= seen[0]["wall_time_s"] > 0
     with open(ck / "model_replay_buffer_400_steps.pkl", "rb") as f:
         saved_buffer = pickle.load(f)
     assert saved_buffer.pos == 400 // 8 and saved_buffer.buffer_size == (1200 + 8) // 8  # capped: see below
@@ -64,6 +68,10 @@ def test_resume_continues_a_crashed_run_from_its_latest_checkpoint(tmp_path):
     m = result.metrics
     assert m["timesteps"] == 1200 and m["resumed_from_timesteps"] == 400
     assert [r["timesteps"] for r in result.curve] == [400, 800, 1200]
+    # the resumed leg's evaluations count the run's wall-clock on from the checkpoint's, not from 0
+    assert result.curve[1]["wall_time_s"] > at_checkpoint and result.curve[2]["wall_time_s"] > \
+        result.curve[1]["wall_time_s"]
+    assert m["run_wall_time_s"] == pytest.approx(at_checkpoint + m["wall_time_s"], abs=2e-3)
     assert result.curve[0] == seen[0]  # the checkpoint's evaluation, read back from its learning_curve.csv
     assert read_curve(run / "learning_curve.csv") == result.curve
     model = result.model

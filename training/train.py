@@ -15,13 +15,16 @@ in OUTPUT, and lists at its end:
     model_vecnormalize.pkl  its observation-normalization statistics (when ``normalize``; evaluate loads them)
     best_model.zip          the model at the best periodic evaluation (when evaluations run), + _vecnormalize.pkl
     config.json             the resolved config (trains again as ``--config OUTPUT/config.json``)
-    metrics.json            timesteps, wall time, final / best success rate, train success rate, versions
+    metrics.json            timesteps, wall time (this process; run_wall_time_s with the legs before a resume),
+                            final / best success rate, train success rate, versions
     learning_curve.csv      timesteps, success_rate, mean_return, mean_final_distance, wall_time_s per evaluation
+                            (the run's wall-clock: a resumed run counts on from its checkpoint's)
     learning_curve.png      the same, plotted (matplotlib, in the train extra; the run says when it is skipped)
     eval_episode.gif        one episode of the final model (seed eval_seed); ``--video mp4`` / ``none``
     progress.csv            SB3's logger (losses, entropy coefficient, rollout success rate, ...)
-    checkpoints/            model_<timesteps>_steps.zip (+ model_vecnormalize_<timesteps>_steps.pkl) every
-                            --checkpoint-freq timesteps (no folder when none falls due), and the replay buffer
+    checkpoints/            model_<timesteps>_steps.zip (+ model_vecnormalize_<timesteps>_steps.pkl, and .json:
+                            the run's wall-clock then) every --checkpoint-freq timesteps (no folder when none
+                            falls due), and the replay buffer
                             of the latest one, model_replay_buffer_<timesteps>_steps.pkl (what --resume needs;
                             PPO has none: its rollout buffer is refilled after every update)
 
@@ -182,17 +185,20 @@ def save_model(model, path: Path, norm_path: Path | None = None) -> None:
 CHECKPOINT_RE = re.compile(r"model_(\d+)_steps\.zip")
 
 
-def save_run_checkpoint(model, directory: Path, rows: list[dict], cfg: dict) -> Path:
+def save_run_checkpoint(model, directory: Path, rows: list[dict], cfg: dict, wall_time_s: float | None = None) -> Path:
     """A resumable copy of the run at ``model.num_timesteps`` in ``directory``: ``checkpoints/model_<n>_steps.zip``,
     its ``model_vecnormalize_<n>_steps.pkl`` and ``model_replay_buffer_<n>_steps.pkl`` (older replay buffers there
-    are deleted: resuming needs the latest only), ``learning_curve.csv`` up to now and ``config.json``. The replay
-    buffer is written last, so a checkpoint that has one is complete."""
+    are deleted: resuming needs the latest only), ``model_<n>_steps.json`` (the run's wall-clock so far, so a
+    resumed run's learning curve keeps counting from it), ``learning_curve.csv`` up to now and ``config.json``. The
+    replay buffer is written last, so a checkpoint that has one is complete."""
     directory = Path(directory)
     ck = directory / "checkpoints"
     ck.mkdir(parents=True, exist_ok=True)
     n = int(model.num_timesteps)
     atomic_write_text(directory / "config.json", json.dumps(cfg, indent=2) + "\n")
     write_curve(directory / "learning_curve.csv", [r for r in rows if r["timesteps"] <= n])
+    if wall_time_s is not None:
+        atomic_write_text(ck / f"model_{n}_steps.json", json.dumps({"wall_time_s": round(wall_time_s, 3)}) + "\n")
     save_model(model, ck / f"model_{n}_steps.zip", ck / f"model_vecnormalize_{n}_steps.pkl")
     if not has_replay_buffer(model):  # on-policy: the model and its statistics are the whole state
         return directory
@@ -202,6 +208,15 @@ def save_run_checkpoint(model, directory: Path, rows: list[dict], cfg: dict) -> 
         if old.name != f"model_replay_buffer_{n}_steps.pkl":
             old.unlink()
     return directory
+
+
+def checkpoint_wall_time(checkpoint: Path, timesteps: int, rows: list[dict]) -> float:
+    """The run's wall-clock [s] when the checkpoint ``checkpoint`` (``model_<n>_steps.zip``) was written: its
+    ``.json`` beside it, else (checkpoints written before those existed) the latest evaluation's at or before it."""
+    info = checkpoint.with_suffix(".json")
+    if info.is_file():
+        return float(json.loads(info.read_text())["wall_time_s"])
+    return max((float(r["wall_time_s"]) for r in rows if r["timesteps"] <= timesteps), default=0.0)
 
 
 def has_replay_buffer(model) -> bool:
@@ -229,9 +244,9 @@ def latest_checkpoint(run_dir: Path, needs_replay_buffer: bool = True) -> tuple[
 class RunCheckpointCallback(BaseCallback):
     """Every ``freq`` timesteps (multiples of it, also across a resume): ``save_run_checkpoint`` into the run."""
 
-    def __init__(self, freq: int, out: Path, cfg: dict, rows_of, start_timesteps: int = 0):
+    def __init__(self, freq: int, out: Path, cfg: dict, rows_of, start_timesteps: int = 0, clock=None):
         super().__init__(0)
-        self.freq, self.out, self.cfg, self.rows_of = int(freq), Path(out), cfg, rows_of
+        self.freq, self.out, self.cfg, self.rows_of, self.clock = int(freq), Path(out), cfg, rows_of, clock
         self._next = (int(start_timesteps) // self.freq + 1) * self.freq
 
     def _on_step(self) -> bool:
@@ -241,7 +256,8 @@ class RunCheckpointCallback(BaseCallback):
         if self.num_timesteps >= self._next:
             while self._next <= self.num_timesteps:
                 self._next += self.freq
-            save_run_checkpoint(self.model, self.out, self.rows_of(), self.cfg)
+            save_run_checkpoint(self.model, self.out, self.rows_of(), self.cfg,
+                                None if self.clock is None else self.clock())
 
 
 # --- scripted warm-up ----------------------------------------------------------------------------------------------
@@ -475,12 +491,13 @@ def train(config=None, *, output: str | Path | None = None, total_timesteps=None
     if t["video"] == "mp4":
         check_mp4_support()  # fail before training, not after
     start = time.perf_counter()
-    start_n, rows = 0, []
+    start_n, rows, before = 0, [], 0.0  # before: the run's wall-clock up to the checkpoint resumed from
     with torch_settings(bool(t["deterministic_torch"]), int(t["torch_threads"])):
         if resume_from is not None:  # fresh worlds, seeded apart from the run's first ones, reproducibly
             start_n = resume_from[0]
             s_env = int(np.random.SeedSequence([s, start_n]).generate_state(1)[0] % 2**31)
             rows = [r for r in read_curve(resume / "learning_curve.csv") if r["timesteps"] <= start_n]
+            before = checkpoint_wall_time(resume_from[1], start_n, rows)
         else:
             s_env = s
         set_random_seed(s_env)
@@ -536,20 +553,25 @@ def train(config=None, *, output: str | Path | None = None, total_timesteps=None
         eval_cb = None
         eval_env = None
 
+        def clock() -> float:  # the run's wall-clock, across resumes
+            return before + time.perf_counter() - start
+
         def save_checkpoint(directory) -> Path:
-            return save_run_checkpoint(model, Path(directory), eval_cb.rows if eval_cb is not None else [], cfg)
+            return save_run_checkpoint(model, Path(directory), eval_cb.rows if eval_cb is not None else [], cfg,
+                                       clock())
 
         if t["eval_episodes"] > 0:  # before the checkpoint callback: a checkpoint holds a coinciding evaluation
             eval_env = make_eval_vec_env(cfg["env_id"], min(t["eval_episodes"], 64), cfg["env"])
             eval_cb = SuccessEvalCallback(eval_env, t["eval_episodes"], t["eval_seed"], t["eval_freq"],
                                           out / "learning_curve.csv",
-                                          out / "best_model.zip" if t["eval_freq"] > 0 else None, start,
+                                          out / "best_model.zip" if t["eval_freq"] > 0 else None, start - before,
                                           verbose=int(verbose >= 1), rows=rows, start_timesteps=start_n,
                                           on_evaluation=on_evaluation, save_checkpoint=save_checkpoint)
             callbacks.append(eval_cb)
         if t["checkpoint_freq"] > 0:
             callbacks.append(RunCheckpointCallback(t["checkpoint_freq"], out, cfg,
-                                                   lambda: eval_cb.rows if eval_cb is not None else [], start_n))
+                                                   lambda: eval_cb.rows if eval_cb is not None else [], start_n,
+                                                   clock))
         remaining = t["total_timesteps"] - int(model.num_timesteps)
         if remaining > 0:
             model.learn(total_timesteps=remaining, callback=CallbackList(callbacks),
@@ -578,6 +600,7 @@ def train(config=None, *, output: str | Path | None = None, total_timesteps=None
         "num_envs": n,
         "timesteps": int(model.num_timesteps),
         "wall_time_s": round(wall, 3),
+        "run_wall_time_s": round(before + wall, 3),  # with the legs before a resume
         "train_time_s": round(train_time, 3),
         "timesteps_per_s": round((model.num_timesteps - start_n) / max(train_time, 1e-9), 2),
         "last_success_rate": None if final is None else final["success_rate"],
