@@ -7,9 +7,12 @@ base, its 7 arm joints and two fingers held by single-DoF drives whose targets t
 * **Gravity compensation**: the links feel no gravity (``panda_actor_params(gravity_compensated=True)``), as the
   released engine's FR3 example runs its arm; Franka's controller compensates gravity exactly, so this is the
   real arm's behaviour with no compensating term to tune.
-* **Drives**: per arm joint k = 3e4 N m/rad, d = 30 N m s/rad, the elastic torque capped at Franka's torque limit
-  (87 / 12 N m, the drive's saturation); per finger k = 1e3 N/m capped at 20 N. The two fingers are driven as one
-  (Franka's mimic joint): both drives get the same target, half the commanded opening.
+* **Drives**: per arm joint k = 3e4 N m/rad, d = 30 N m s/rad, uncapped: a position-controlled arm, whose joints
+  follow their targets within ~3 mrad under saturated random actions. Capped at Franka's torque limits (87 / 12
+  N m, the drives' saturation) the joints lag by up to 0.06 rad and the saturated drives' energy stopped the
+  articulated Newton at its 100-iteration cap on 33% of substeps, each step 13x the cost (8 worlds, saturated
+  random actions). Per finger k = 1e3 N/m capped at Franka's 20 N. The two fingers are driven as one (Franka's
+  mimic joint): both drives get the same target, half the commanded opening.
 * **No self-contact**: the arm's links sit on their own contact layer with contact off within it (the joint
   limits keep the links apart, as pybullet's default for panda-gym; it also spares 28 link pairs per step); the
   links collide with everything else (table, objects).
@@ -243,6 +246,7 @@ class PandaArm(Robot):
         self._home_joints = np.asarray(config.home_joints, dtype=np.float64)
         self._tip = grip_offset()
         self._planned = {}
+        self._bounds = self.observation_bounds()
 
     @staticmethod
     def make_config(control="ee", block_gripper=True, home_joints=None, workspace=None) -> PandaArmConfig:
@@ -279,12 +283,7 @@ class PandaArm(Robot):
 
     @property
     def drive_max_force_n(self) -> float | None:
-        """The weakest horizontal push [N] of the grip point at the home posture with the joints' torques capped."""
-        return _weakest_push(self.model, tuple(self._home_joints), tuple(self._grip_home_guess()))
-
-    def _grip_home_guess(self) -> np.ndarray:
-        lo, hi = self._workspace_low, self._workspace_high
-        return 0.5 * (lo + hi)
+        return None  # the arm's drives are uncapped (module docstring)
 
     def footprint_m(self) -> float:
         corners = self._hand_corners(np.zeros(1))[0][1:]  # the closed fingers' boxes
@@ -349,10 +348,10 @@ class PandaArm(Robot):
         for d, joint in enumerate(DOF_JOINTS):
             arm_joint = d < ARM
             k = c.arm_stiffness if arm_joint else c.finger_stiffness
-            cap = MAX_EFFORT[d] if arm_joint else c.finger_max_force
             self.drives.append(scene.create_articulated_single_dof_target_constraint(
                 actor=self.arm, joint_index=joint, dof_index=0, target_value=0.0, stiffness=k,
-                damping=c.arm_damping if arm_joint else c.finger_damping, saturation=cap / k))
+                damping=c.arm_damping if arm_joint else c.finger_damping,
+                saturation=-1.0 if arm_joint else c.finger_max_force / k))
 
     def place(self, grip_point: np.ndarray, opening: np.ndarray, worlds: np.ndarray) -> None:
         """Teleport the arm at rest with its grip point at ``grip_point`` (K, 3) pointing down, fingers at
@@ -475,13 +474,15 @@ class PandaArm(Robot):
         return self._grip_from_scene()
 
     def observation(self) -> dict:
+        """The parts of `observation_bounds`, each clipped to its bounds there (only a hand jammed into the table
+        by "joints" actions reaches the position bounds: the table then pushes the 20 N-capped fingers open)."""
         grip, grip_vel = self._grip_from_scene()
         q, qd = batch.joint_state(self.arm)
-        low, high = self._joint_bounds()
-        return {"grip": grip, "fingers": q[:, ARM:] * [1.0, -1.0], "grip_velocity": clip(grip_vel, -V_MAX, V_MAX),
-                "finger_velocity": clip(qd[:, ARM:] * [1.0, -1.0], -V_MAX, V_MAX),
-                "joint_positions": clip(q[:, :ARM], low, high),
-                "joint_velocities": clip(qd[:, :ARM], -JOINT_SPEED_BOUND, JOINT_SPEED_BOUND)}
+        bounds = self._bounds
+        parts = {"grip": grip, "fingers": q[:, ARM:] * [1.0, -1.0], "grip_velocity": grip_vel,
+                 "finger_velocity": qd[:, ARM:] * [1.0, -1.0], "joint_positions": q[:, :ARM],
+                 "joint_velocities": qd[:, :ARM]}
+        return {k: clip(v, *bounds[k]) for k, v in parts.items()}
 
     @staticmethod
     def _joint_bounds() -> tuple[np.ndarray, np.ndarray]:
@@ -510,14 +511,3 @@ class PandaArm(Robot):
                 "joint_positions": (low, high),
                 "joint_velocities": (np.full(ARM, -JOINT_SPEED_BOUND), np.full(ARM, JOINT_SPEED_BOUND))}
 
-
-@functools.lru_cache(maxsize=8)
-def _weakest_push(model, home_joints: tuple, grip: tuple) -> float:
-    q, _ = reach_pose(model, np.array([grip]), home_joints)
-    rot, _, com, jac = link_jacobians(model, q)
-    point = forward_kinematics(model, q)[1][0, HAND] + rot[0, HAND] @ grip_offset()
-    jp = jac[0, HAND, :3, :ARM] - _skew(point - com[0, HAND]) @ jac[0, HAND, 3:, :ARM]
-    angles = np.linspace(0.0, 2 * np.pi, 16, endpoint=False)
-    dirs = np.stack([np.cos(angles), np.sin(angles), np.zeros_like(angles)], axis=1)
-    torque = np.abs(dirs @ jp)  # (16, 7) per newton along each direction
-    return float(np.min(np.min(MAX_EFFORT / np.maximum(torque, 1e-12), axis=1)))
