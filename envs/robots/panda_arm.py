@@ -31,8 +31,9 @@ link Jacobian of the hand (damping lambda = 0.05, a null-space pull toward ``hom
 previous step's joint targets; the result is scaled so no joint moves faster than Franka's velocity limit and
 clipped to the joint limits, then interpolated linearly over the substeps as drive targets. Chosen over the
 engine's pose controller because the pose controller tracks a joint or link target pose, so a Cartesian target
-needs this IK in front of it anyway; the IK costs two batched forward kinematics + Jacobian evaluations and a 6 x 6
-solve per world per control step (tens of microseconds against milliseconds of physics).
+needs this IK in front of it anyway. Its cost per control step: two batched forward kinematics + Jacobian
+evaluations and two batched 6 x 6 solves, 0.9 ms at W = 1 and 5.1 ms at W = 64 (measured on the loaded 2 cores),
+against the two articulated physics substeps' ~15 ms per world.
 
 **Joint limits**: every arm joint target (from IK or from ``"joints"`` actions) is clipped to Franka's position
 limits, so the drives never aim past a limit; the engine's soft limits (stiffness 100) are the backstop.
