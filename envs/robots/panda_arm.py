@@ -492,11 +492,11 @@ class PandaArm(Robot):
         return LOWER - margin, UPPER + margin
 
     def observation_bounds(self) -> dict:
-        """Real bounds of the parts. ``grip``: in the "ee" modes the workspace plus 2 cm (the targets are clipped
-        to it; the hand lags or overshoots them by millimetres); with "joints" control the box around the shoulder
-        of the chain's summed link lengths (1.1 m). ``fingers``: the travel plus the 20 N cap's 2 cm compliance
-        (1e3 N/m). Velocities are clipped to V_MAX (m/s) and JOINT_SPEED_BOUND (rad/s); joint positions to
-        `_joint_bounds`."""
+        """Real bounds of the parts, which `observation` clips to. ``grip``: in the "ee" modes the workspace plus 2 cm
+        (the targets are clipped to it; the hand strayed 2.6 mm past it under saturated random actions); with
+        "joints" control the box around the shoulder of the chain's summed link lengths (1.1 m). ``fingers``: the
+        travel plus the 20 N cap's 2 cm compliance (1e3 N/m). Velocities: V_MAX (m/s), JOINT_SPEED_BOUND (rad/s);
+        joint positions: `_joint_bounds`."""
         c = self.config
         if c.control == "joints":
             shoulder = np.asarray(c.base_position) + [0.0, 0.0, 0.333]
