@@ -228,3 +228,15 @@ def test_vector_env_equals_single_envs_bit_for_bit_with_ee_yaw():
         for b, s in zip(batched, single):
             for key in s:
                 np.testing.assert_array_equal(b[key][i], s[key])
+
+
+def test_soak_policies_on_the_arm_break_nothing():
+    """The soak's random and adversarial policies (superdex_gym.soak) on 16 worlds x 40 steps: no NaN, no exception,
+    nothing outside the observation space, the arena or a static body, no substep undone or diverged."""
+    from superdex_gym.soak import soak
+
+    counts = soak(ENV_ID, world_steps=640, num_worlds=16, seed=0)
+    for key in ("nan", "exceptions", "obs_outside_space", "outside_arena", "inside_static", "diverged_substeps",
+                "physics_diverged"):
+        assert counts[key] == 0, key
+    assert counts["world_steps"] >= 640 and counts["max_tunnelling_ratio"] < 1.0
