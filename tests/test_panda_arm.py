@@ -240,3 +240,27 @@ def test_soak_policies_on_the_arm_break_nothing():
                 "physics_diverged"):
         assert counts[key] == 0, key
     assert counts["world_steps"] >= 640 and counts["max_tunnelling_ratio"] < 1.0
+
+
+def test_the_links_collide_with_the_table():
+    """"joints" actions tilting the shoulder and elbow down drive the hand into the table: the table stops it (the
+    grip point stays put over the last steps while the joint targets stay 0.05 rad ahead) with the links' lowest
+    corner less than the default contact's 2 x 5 mm ramp below the top (measured 7.2 mm: the uncapped drives
+    compress the ramp)."""
+    env = gym.make(ENV_ID, control="joints")
+    env.reset(seed=0)
+    robot, scene = _robot(env), env.unwrapped.worlds.scene
+    action = np.zeros(8)
+    action[[1, 3]] = 1.0
+    heights = []
+    for _ in range(20):
+        obs, _, _, truncated, info = env.step(action)
+        assert not truncated and not info["physics_diverged"]
+        pos, rot = scene.get_actor_translations(robot.links)[0], scene.get_actor_rotations(robot.links)[0]
+        lowest = min((link.get_shape().vertices @ rot[k].T + pos[k])[:, 2].min() for k, link in enumerate(robot.links))
+        assert lowest > -2 * 0.005
+        heights.append(obs["observation"][2])
+    assert min(heights) < 0.0  # it did reach the table
+    assert np.ptp(heights[-4:]) < 1e-3
+    q = batch.joint_state(robot.arm)[0][0, :7]
+    assert robot._target[0, 1] - q[1] > 0.01  # the shoulder drive still pushes: the table holds it back
