@@ -41,6 +41,8 @@ TABLE = (
     Row("Stack3", "floating_gripper:FloatingGripper", "stack:StackTask", 150, GRASPING + (("cubes", 3),)),
     Row("Throw", "floating_gripper:FloatingGripper", "throw:ThrowTask", 50,
         FREE_FINGERS + (("gripper_max_speed", 3.0), ("tunnelling_refinement", 4))),
+    # The Panda arm (envs/robots/panda_arm.py): the same tasks on a 7-DoF arm, "ee" control by default.
+    Row("PandaReach", "panda_arm:PandaArm", "reach:ReachTask", 50),
 )
 
 

@@ -24,6 +24,7 @@ import gymnasium as gym
 import numpy as np
 
 import superdex_gym  # noqa: F401  (registers the ids)
+import superdex_gym.sim as mochi
 
 CONFIGS = {  # name -> (env id, gym.make kwargs)
     "Push": ("SuperDex/Push-v0", {}),
@@ -41,6 +42,8 @@ class StaticGeometry:
         self.scene = scene
         self.boxes, self.planes, self.dynamic, self.corners = [], [], [], []
         for actor in scene.get_actors():
+            if actor.get_type() == mochi.ActorType.ARTICULATED:
+                continue  # its links are listed as actors of their own
             record = actor._record
             shape = record.shape
             if actor.is_static():

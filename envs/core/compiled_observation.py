@@ -22,7 +22,7 @@ def _compiled_observation(robot, task):
     ``observation`` is defined or below), else None."""
     finger_spec = robot.observed_fingers()
     objects = task.observed_objects()
-    if finger_spec is None or objects is None:
+    if finger_spec is None or objects is None or robot.appended_observation_parts:
         return None
     if not issubclass(_defined_in(type(task), "observed_objects"), _defined_in(type(task), "observation")):
         return None  # a subclass redefined observation only: its own parts

@@ -119,7 +119,7 @@ class PixelObservations:
             self.looks = self.view.default_looks(worlds.num_worlds)
         robot_bounds = worlds.robot.observation_bounds()
         bounds = {**robot_bounds, **worlds.task.observation_bounds(robot_bounds)}  # every part's, as the worlds'
-        layout = worlds.task.observation_layout
+        layout = worlds.observation_layout
         starts = np.cumsum([0] + [len(bounds[k][0]) for k in layout])
         self._proprio_cols = np.concatenate([np.arange(starts[i], starts[i + 1]) for i, k in enumerate(layout)
                                              if k in robot_bounds]).astype(np.int64)

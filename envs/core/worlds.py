@@ -20,6 +20,7 @@ from .state_checks import check_memory, configuration_difference
 from .kernels import guard_substep
 
 
+ARTICULATED = mochi.ActorType.ARTICULATED
 _STOPPED = mochi.ConvergenceStatus.STOPPED.value
 _DIVERGED = mochi.ConvergenceStatus.DIVERGED.value
 
@@ -47,11 +48,15 @@ class RobotTaskWorlds:
         self.goal = np.zeros((self.num_worlds, *task.goal_shape))
         self.physics = physics_report(self.num_worlds)
         self._shadow = None  # `_refinement_worlds`, built at the first refinement
-        self._dynamic = [a for a in scene.get_actors() if not a.is_static()]
+        # the bodies with rows in the scene's state: an articulated actor's links are listed, the actor holds none
+        self.bodies = [a for a in scene.get_actors() if a.get_type() != ARTICULATED]
+        self._dynamic = [a for a in self.bodies if not a.is_static()]
         self._escape_speed = task.escape_speed_m_s()
         robot_bounds = robot.observation_bounds()
         self._bounds = {**robot_bounds, **task.observation_bounds(robot_bounds)}
-        missing = set(task.observation_layout) - set(self._bounds)
+        # the task's parts, then the robot's own state that no task lays out (an arm's joints)
+        self.observation_layout = tuple(task.observation_layout) + tuple(robot.appended_observation_parts)
+        missing = set(self.observation_layout) - set(self._bounds)
         if missing:
             raise ValueError(f"task {task.name!r} lays out observation parts nobody provides: {sorted(missing)}")
         self._compiled_obs = _compiled_observation(robot, task)
@@ -210,7 +215,7 @@ class RobotTaskWorlds:
         """`observations` from the robot's and the task's ``observation`` parts (the compiled one's oracle)."""
         parts = self.robot.observation()
         parts.update(self.task.observation(self.scene, parts))
-        obs = np.concatenate([parts[k] for k in self.task.observation_layout], axis=1)
+        obs = np.concatenate([parts[k] for k in self.observation_layout], axis=1)
         achieved = np.concatenate([parts[k] for k in self.task.achieved_goal_parts], axis=1)
         return {
             "observation": obs.astype(np.float32),
@@ -220,7 +225,7 @@ class RobotTaskWorlds:
 
     def observation_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Real bounds of the ``observation`` vector (float32): its parts' bounds in the task's layout."""
-        return self._concatenated_bounds(self.task.observation_layout)
+        return self._concatenated_bounds(self.observation_layout)
 
     def goal_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Real bounds of the achieved and desired goals (float32): those of the achieved goal's parts."""

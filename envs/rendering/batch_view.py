@@ -57,7 +57,7 @@ class WorldsView:
     def __init__(self, worlds, camera: Camera, shading: ShadingParams = ShadingParams(),
                  empty_depth: float = np.inf, cache_per_world: bool = False):
         self.worlds, self.camera, self.shading, self.empty_depth = worlds, camera, shading, float(empty_depth)
-        self.actors = worlds.scene.get_actors()
+        self.actors = list(worlds.bodies)
         colors = {**worlds.task.colors, **worlds.robot.colors}
         tri_local, tri_actor, tri_flags, tri_seg, albedo = [], [], [], [], []
         for k, actor in enumerate(self.actors):

@@ -47,7 +47,7 @@ class SceneView:
         self.worlds = worlds
         self.camera = camera or default_camera(int(width), int(height))
         self.renderer = Renderer(camera=self.camera)
-        self._actors = worlds.scene.get_actors()
+        self._actors = list(worlds.bodies)
         self._local = [_local_mesh(a.get_shape()) for a in self._actors]
         colors = {**worlds.task.colors, **worlds.robot.colors}
         self._style = []

@@ -19,11 +19,13 @@ import numpy as np
 
 class Robot(abc.ABC):
     """A robot of a task's worlds. Subclasses set ``action_dim`` (the action is ``Box(-1, 1, (action_dim,))``),
-    ``observation_parts`` (the names of ``observation``'s parts, in order); ``build`` sets ``colors`` (actor name ->
-    RGB, for pictures)."""
+    ``observation_parts`` (the names of ``observation``'s parts, in order) and ``appended_observation_parts`` (those
+    of its parts the worlds append to every task's observation: the robot's own state no task lays out, such as an
+    arm's joints); ``build`` sets ``colors`` (actor name -> RGB, for pictures)."""
 
     action_dim: int
     observation_parts: tuple
+    appended_observation_parts: tuple = ()
     colors: dict
 
     def __init__(self, config):
