@@ -27,6 +27,11 @@ TIGHT = {"abs_tol": 1e-12, "rel_tol": 1e-12, "max_iter": 100}
 REFERENCE = {"max_iter": mochi.REFERENCE_MAX_ITER}
 
 
+# The released engine's articulated reference runs converge every step (abs_tol = rel_tol = 1e-12, max_iter 100:
+# tools/reference_runs/articulated_runs.py); a scene compared with them takes the same settings.
+CONVERGED = {"abs_tol": 1e-12, "rel_tol": 1e-12, "max_iter": 100}
+
+
 def set_solver(scene, method=mochi.IntegrationMethod.BACKWARD_EULER, **nonlinear):
     sp = scene.get_solver_params()
     sp.integration_method = method

@@ -23,7 +23,7 @@ from superdex_gym.sim import lie
 from superdex_gym.sim.articulated import energy, kinematics as kin
 from superdex_gym.sim.params import QueryType
 
-from reference import box_mesh
+from reference import CONVERGED, box_mesh, set_solver
 from test_articulated_energy import _fd_gradient, model, stage
 
 DATA = Path(__file__).parent / "reference_data"
@@ -100,6 +100,7 @@ def test_rotation_terms_gradients_match_central_differences(which):
 # --- fidelity --------------------------------------------------------------------------------------------------------
 def _chain(name, num_worlds=1):
     scene = mochi.create_scene(name)
+    set_solver(scene, **CONVERGED)
     if num_worlds > 1:
         scene.set_num_worlds(num_worlds)
     below = mochi.TransformRT(translation=[0, -0.2, 0])

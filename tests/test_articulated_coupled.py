@@ -87,7 +87,7 @@ def test_coupled_gradient_matches_finite_differences():
     """Central differences of the stage energy along every generalized DoF (6 of the cube, 2 joint angles) at the
     step's Newton start; h = 1e-6: truncation h^2 E''' ~ 1e-9 and round-off eps E / h ~ 1e-8 of gradients ~1e2."""
     scene, _ = _pressing_scene()
-    (ctx_core, ctx_full, c, r, qs, arts, extra, size), _ = _stage_args(scene, 1)
+    (ctx_core, ctx_full, c, r, qs, arts, extra, size, _stop), _ = _stage_args(scene, 1)
     dyn = np.flatnonzero(~ctx_core.model.bodies.is_static)
     energy, grad, _, _ = coupled._evaluate(ctx_core, ctx_full, c, r, qs, arts, extra, size)
     assert np.abs(grad).max() > 1.0  # in contact and off equilibrium: the check is not of zeros
@@ -107,7 +107,7 @@ def test_coupled_hessian_is_the_chain_rule_without_the_kinematic_curvature():
     J^T H J + couplings, i.e. the derivative of J^T g minus sum_l g_l . d^2 x_l / dq^2, the dropped term,
     measured here by differencing J with g held fixed."""
     scene, _ = _pressing_scene()
-    (ctx_core, ctx_full, c, r, qs, arts, extra, size), _ = _stage_args(scene, 1)
+    (ctx_core, ctx_full, c, r, qs, arts, extra, size, _stop), _ = _stage_args(scene, 1)
     # the contact's exact Hessian (by default it drops second-order rotation terms: tests/test_contact_potential.py)
     contact = scene.potentials()[0].potential()
     contact.config = dataclasses.replace(contact.config, exact_geometric_hessian=True)

@@ -19,6 +19,7 @@ from superdex_gym.sim.articulated.oracle import ArticulatedOracle
 from superdex_gym.sim.params import IntegrationMethod
 
 JT = art.ArticulatedJointType
+SCENE_SOLVER = mochi.NonLinearSolverParams()  # a new scene's settings: the oracle then stops as the scene does
 SHAPE = mochi.create_box_mesh_shape([0.05, 0.2, 0.05])
 SURFACE = json.loads((Path(__file__).parent / "reference_data" / "api_surface.json").read_text())
 
@@ -176,7 +177,7 @@ def test_scene_steps_bit_identical_to_the_oracle(method):
         (x.set_articulated_pose_from_joints if x is a else x.set_pose)([0.5, 0.1, -0.2])
     for _ in range(6):
         scene.step(0.01)
-        oracle.step(0.01, method)
+        oracle.step(0.01, method, solver=SCENE_SOLVER)
         assert np.array_equal(a.get_articulated_pose(), oracle.q[0])
         assert np.array_equal(a.get_articulated_joint_velocities(), oracle.joint_velocity[0])
 
@@ -293,7 +294,7 @@ def test_pose_controller_through_the_scene_matches_the_oracle():
         a.set_articulated_target_pose(target)
         oracle.set_target_pose(target)
         scene.step(0.01)
-        oracle.step(0.01)
+        oracle.step(0.01, solver=SCENE_SOLVER)
         assert np.array_equal(a.get_articulated_pose(), oracle.q[0]), k
     a.remove_articulated_pose_controller()
     assert not a.has_articulated_pose_controller()
@@ -308,7 +309,7 @@ def test_external_dof_forces_and_friction_setters_act_like_the_oracle():
     oracle.set_external_forces_on_dofs([1], [0.7])
     for _ in range(4):
         scene.step(0.01)
-        oracle.step(0.01)
+        oracle.step(0.01, solver=SCENE_SOLVER)
     assert np.array_equal(a.get_articulated_pose(), oracle.q[0])
     assert a.get_articulated_joint_friction_params()[0].viscous == 0.2
 
@@ -345,7 +346,7 @@ def test_single_dof_constraints_through_the_scene_match_the_oracle_and_refuse_ba
     oracle.add_single_dof_range(2, 0, -0.1, 0.1, 500.0)
     for _ in range(5):
         scene.step(0.01)
-        oracle.step(0.01)
+        oracle.step(0.01, solver=SCENE_SOLVER)
     assert np.array_equal(a.get_articulated_pose(), oracle.q[0])
 
 
@@ -374,8 +375,8 @@ def test_target_velocity_and_reset_through_the_scene_match_the_oracle():
             a.reset_articulated_target_pose(target, world=0)
             oracle.reset_target_pose(target)
         scene.step(0.01)
-        oracle.step(0.01)
-        plain.step(0.01)
+        oracle.step(0.01, solver=SCENE_SOLVER)
+        plain.step(0.01, solver=SCENE_SOLVER)
         assert np.array_equal(a.get_articulated_pose(world=0), oracle.q[0]), k
         assert np.array_equal(a.get_articulated_pose(world=1), plain.q[0]), k
     assert a.get_articulated_pose_controller_params().joint_tracking[0].stiffness == 100.0

@@ -79,7 +79,7 @@ def test_singular_newton_system_gets_the_minimum_norm_step():
     # PSD projection can leave a singular Hessian (seen once in 10^4 random Push steps with this guess: a
     # fast-spinning cube's projected rotational block). The solve then takes the least-squares minimum-norm
     # step instead of returning inf/NaN (which would mark the world DIVERGED).
-    from superdex_gym.sim.solver.numpy_newton import _batched_solve
+    from superdex_gym.sim.solver.numpy_newton import batched_solve
 
     rng = np.random.default_rng(0)
     q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
@@ -87,7 +87,7 @@ def test_singular_newton_system_gets_the_minimum_norm_step():
     singular[:3, :3] = (q * np.array([1.0, 10.0, 1e3])) @ q.T  # the rotational block is exactly zero
     regular = np.diag([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
     rhs = rng.normal(size=(2, 6, 1))
-    out = _batched_solve(np.stack([singular, regular]), rhs)
+    out = batched_solve(np.stack([singular, regular]), rhs)
     assert np.all(np.isfinite(out))
     np.testing.assert_allclose(out[0], np.linalg.pinv(singular) @ rhs[0, :, 0], rtol=1e-12, atol=1e-15)
     assert np.all(out[0, 3:] == 0.0)  # the singular directions are left alone
@@ -112,7 +112,7 @@ def test_the_numpy_newtons_dense_solve_runs_on_one_blas_thread(monkeypatch):
     before = {lib["filepath"]: lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
     monkeypatch.setattr(numpy_newton.np.linalg, "solve", recording_solve)
     mats = np.stack([np.eye(120) * 2.0 + 0.01 * np.ones((120, 120))])
-    numpy_newton._batched_solve(mats, np.ones((1, 120, 1)))
+    numpy_newton.batched_solve(mats, np.ones((1, 120, 1)))
     assert seen and seen[0] and set(seen[0].values()) == {1}
     assert {lib["filepath"]: lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"} == before
 

@@ -16,8 +16,10 @@ nothing for links). The stage structure is the rigid pipeline's (`_GroupStep`) a
 worlds are grouped by the shorter of their rigid and articulated history lengths. With no rigid actor and no
 contact, every row term is exactly zero and a world's bits are the oracle's.
 
-The Newton is the oracle's (sim/articulated/oracle.py): stop when the largest gradient entry is <= 1e-9 or the
-step moved nothing by more than 1e-14, at most 100 iterations, backtracking Armijo line search.
+The Newton is the oracle's (sim/articulated/oracle.py `minimize`) stopped by the scene's NonLinearSolverParams
+(sim/articulated/stopping.py): max_iter, abs_tol / rel_tol on per-actor weighted residuals (each dynamic rigid
+actor, each articulation) and line_search_max_iter tries of the backtracking search, whose rule is Armijo on the
+energy or a lower residual norm. A world that reaches max_iter unconverged goes on (STOPPED), as in the rigid step.
 """
 
 from __future__ import annotations
@@ -37,8 +39,8 @@ from .boundary import eliminate
 from .energy import total
 from .kinematics import add_delta, forward_kinematics, link_jacobians
 from .oracle import _ARMIJO, minimize
+from .stopping import articulation_weights, from_solver
 
-ABS_TOL, STEP_TOL, MAX_ITER = 1e-9, 1e-14, 100
 PATH_NAME = "numpy: generalized coordinates (articulated actors)"
 
 
@@ -119,7 +121,9 @@ def _step_group(model, core, state, worlds, count, dirty, dt, solver, gravity, e
         _, art.star = sub.begin_step(dt, solver.integration_method)
         arts.append(art)
         offset += a.model.num_dofs
+    stop = _stopping(solver, core, group, arts, gravity)
     stages, iterations = [], np.zeros(len(worlds), dtype=np.int64)
+    converged = np.ones(len(worlds), dtype=bool)
     for i in range(tab.num_stages):
         dt_stage = dt * tab.stage_dt_factors[i]
         starts = [art.sub.stage_start(i, tab, art.star, art.stages) for art in arts]
@@ -128,9 +132,10 @@ def _step_group(model, core, state, worlds, count, dirty, dt, solver, gravity, e
         for art, s in zip(arts, starts):
             art.stage = art.sub.stage_data(s, float(dt_stage))
         guess_c, guess_r = group.initial_guess(i, ctx, hist[0] if i == 0 else stages[-1])
-        c, r, qs, its = newton(ctx, replace(ctx, model=model), guess_c, guess_r, [s.q for s in starts], arts,
-                               extra, offset)
+        c, r, qs, its, ok = newton(ctx, replace(ctx, model=model), guess_c, guess_r, [s.q for s in starts], arts,
+                                   extra, offset, stop)
         iterations += its
+        converged &= ok
         for art, s, q in zip(arts, starts, qs):
             art.stages.append(art.sub.stage_end(s, q, float(dt_stage)))
         v, w, sym = pipeline.recover_velocity(c, r, start.com_position, start.rotation, ctx.stage_dt)
@@ -145,10 +150,24 @@ def _step_group(model, core, state, worlds, count, dirty, dt, solver, gravity, e
     out.put(worlds, end)
     report.num_stages += tab.num_stages
     report.max_iterations = max(report.max_iterations, int(iterations.max(initial=0)))
-    converged = np.where(iterations < MAX_ITER * tab.num_stages, ConvergenceStatus.CONVERGED.value,
-                         ConvergenceStatus.STOPPED.value)
-    report.status[worlds] = converged
-    report.actor_status[worlds] = converged[:, None]
+    status = np.where(converged, ConvergenceStatus.CONVERGED.value, ConvergenceStatus.STOPPED.value)
+    report.status[worlds] = status
+    report.actor_status[worlds] = status[:, None]
+
+
+def _stopping(solver, core, group, arts, gravity):
+    """The scene's solver settings over this group's DoFs: 6 per dynamic rigid actor weighted by the rigid rule,
+    then each articulation's block as one actor (sim/articulated/stopping.py)."""
+    dyn = np.flatnonzero(~core.bodies.is_static)
+    num_worlds = group.torque_weight.shape[0]
+    rigid = np.empty((num_worlds, dyn.size, 6))
+    rigid[..., :3] = np.broadcast_to(group.force_weight, core.bodies.mass.shape)[dyn][None, :, None]
+    rigid[..., 3:] = group.torque_weight[:, dyn]
+    a_ref = max(1.0, float(np.linalg.norm(gravity)))
+    weights = np.concatenate([rigid.reshape(num_worlds, -1)]
+                             + [articulation_weights(art.actor.model, art.sub.q, a_ref) for art in arts], axis=1)
+    segments = np.concatenate([6 * np.arange(dyn.size), [art.offset for art in arts]]).astype(np.int64)
+    return from_solver(solver.non_linear_solver, weights, segments)
 
 
 def _with_links(kin: Kinematics, arts, states, end_state: bool = False) -> Kinematics:
@@ -223,8 +242,9 @@ def _accept(e_trial, energy, g_trial, grad_norm, alpha, slope):
     return (e_trial <= energy + _ARMIJO * alpha * slope) | (np.linalg.norm(g_trial, axis=1) < grad_norm)
 
 
-def newton(ctx_core, ctx_full, c, r, qs, arts, extra, size):
-    """Minimize the coupled stage energy; returns (c, r, qs, iterations per world)."""
+def newton(ctx_core, ctx_full, c, r, qs, arts, extra, size, stop):
+    """Minimize the coupled stage energy under the Stopping rule ``stop``; returns (c, r, qs, iterations per world,
+    converged per world)."""
     dyn = np.flatnonzero(~ctx_core.model.bodies.is_static)
     # DoFs under boundary conditions start at their values and leave the solve (sim/articulated/boundary.py)
     held = np.concatenate([art.offset + art.sub.boundary.effective()[0] for art in arts])
@@ -239,7 +259,6 @@ def newton(ctx_core, ctx_full, c, r, qs, arts, extra, size):
         return (np.where(mask[:, None, None], trial[0], x[0]), np.where(mask[:, None, None, None], trial[1], x[1]),
                 [np.where(mask[:, None], t, q) for t, q in zip(trial[2], x[2])])
 
-    (c, r, qs), iterations = minimize(evaluate, lambda x, step: _move(*x, arts, step, dyn), select,
-                                      (c, r, [q.copy() for q in qs]), c.shape[0], _accept, ABS_TOL, STEP_TOL,
-                                      MAX_ITER)
-    return c, r, qs, iterations
+    (c, r, qs), iterations, converged = minimize(evaluate, lambda x, step: _move(*x, arts, step, dyn), select,
+                                                 (c, r, [q.copy() for q in qs]), c.shape[0], _accept, stop)
+    return c, r, qs, iterations, converged

@@ -31,6 +31,8 @@ from .energy import (Drive, PositionTarget, RangeConstraint, RotationRange, Rota
 from .boundary import BoundaryConditions, eliminate
 from .kinematics import add_delta, forward_kinematics, joint_transforms, link_jacobians, pose_delta
 from .model import ArticulationModel
+from ..solver.numpy_newton import batched_solve
+from .stopping import Stopping, articulation_weights, from_solver
 from .params import ArticulatedJointType as JT
 from .params import PoseControllerParams, PoseTrackingParams
 
@@ -375,22 +377,30 @@ class ArticulatedOracle:
                          vec("link_velocity"), vec("link_f"), vec("joint_lin"), vec("joint_f"))
 
     def step(self, dt: float, method: IntegrationMethod = IntegrationMethod.BACKWARD_EULER, abs_tol: float = 1e-9,
-             step_tol: float = 1e-14, max_iter: int = 100) -> None:
+             step_tol: float = 1e-14, max_iter: int = 100, solver=None) -> None:
         """One step of ``method`` (the framework of sim/step/integration.py): every stage minimizes its stage energy over
         q by Newton with a backtracking line search.
 
         A world stops once its largest gradient entry is <= ``abs_tol`` or its Newton step moved no DoF by more than
-        ``step_tol`` (the gradient's round-off floor grows with m/dt^2, so a fixed gradient bound alone can stall)."""
+        ``step_tol`` (the gradient's round-off floor grows with m/dt^2, so a fixed gradient bound alone can stall).
+        With ``solver`` (NonLinearSolverParams) it stops as a scene holding this articulation alone does instead
+        (sim/articulated/stopping.py), and abs_tol / max_iter are not used."""
         dt = bounded_real(dt, "dt", 0.0, np.inf, low_open=True)
         if not isinstance(method, IntegrationMethod):
             raise TypeError(f"method must be an IntegrationMethod, got {method!r}")
+        if solver is None:
+            stop = Stopping(abs_tol=abs_tol, step_tol=step_tol, max_iter=max_iter)
+        else:
+            a_ref = max(1.0, float(np.linalg.norm(self.gravity[0])))
+            weights = articulation_weights(self.model, self.q, a_ref)
+            stop = replace(from_solver(solver, weights, np.zeros(1, dtype=np.int64)), step_tol=step_tol)
         tab, star = self.begin_step(dt, method)
         stages, iterations = [], np.zeros(self.num_worlds, dtype=np.int64)
         for i in range(tab.num_stages):
             start = self.stage_start(i, tab, star, stages)
             dt_stage = float(tab.stage_dt_factors[i]) * dt
             stage = self.stage_data(start, dt_stage)
-            q, its = self._newton(stage, start.q, abs_tol, step_tol, max_iter)
+            q, its = self._newton(stage, start.q, stop)
             stages.append(self.stage_end(start, q, dt_stage))
             iterations += its
         self.finish_step(tab, star, stages, iterations)
@@ -474,7 +484,7 @@ class ArticulatedOracle:
                  + range_terms(self.model, q, stage)[1])
             self.constraint_force[:, c.force_slot:c.force_slot + c.num_dofs] = -g[:, c.dof:c.dof + c.num_dofs]
 
-    def _newton(self, stage: StageData, q0: np.ndarray, abs_tol, step_tol, max_iter):
+    def _newton(self, stage: StageData, q0: np.ndarray, stop: Stopping):
         """Minimize the stage energy over q from q0; returns q and the Newton iterations per world."""
         m = self.model
         held, _ = self.boundary.effective()
@@ -492,9 +502,10 @@ class ArticulatedOracle:
             flat = np.abs(e_trial - energy) <= _ENERGY_ROUND_OFF * (1.0 + np.abs(energy))
             return (e_trial <= energy + _ARMIJO * alpha * slope) | (flat & (np.linalg.norm(g_trial, axis=1) < grad_norm))
 
-        return minimize(evaluate, lambda q, step: add_delta(m, q, step),
-                        lambda mask, trial, q: np.where(mask[:, None], trial, q), q0.copy(), self.num_worlds, accept,
-                        abs_tol, step_tol, max_iter)
+        q, iterations, _ = minimize(evaluate, lambda q, step: add_delta(m, q, step),
+                                    lambda mask, trial, q: np.where(mask[:, None], trial, q), q0.copy(),
+                                    self.num_worlds, accept, stop)
+        return q, iterations
 
     def stage_end(self, start: _Snapshot, q: np.ndarray, dt_stage: float) -> _Snapshot:
         """The stage's end state at pose q: velocities are the stage's finite differences."""
@@ -523,34 +534,42 @@ class ArticulatedOracle:
                          self.joint_lin.copy(), self.joint_f.copy())
 
 
-def minimize(evaluate, move, select, x, num_worlds: int, accept, abs_tol: float, step_tol: float, max_iter: int):
+def minimize(evaluate, move, select, x, num_worlds: int, accept, stop: Stopping):
     """Newton with a backtracking line search, per world: ``evaluate(x)`` -> (energy (W,), gradient (W, n),
     Newton matrix (W, n, n), x as evaluated), ``move(x, step)`` the iterate moved by step (W, n),
-    ``select(mask, trial, x)`` trial where mask else x, ``accept(...)`` the line search's rule. A world stops once
-    its largest gradient entry is <= abs_tol or its step moved nothing by more than step_tol. Returns (x,
-    iterations per world); the accepted trial's terms are the next iteration's (a world's own values only)."""
+    ``select(mask, trial, x)`` trial where mask else x, ``accept(...)`` the line search's rule, ``stop`` the
+    `Stopping` rule (at most stop.max_iter iterations; a world stops once converged or once its step moved nothing
+    by more than stop.step_tol). Returns (x, iterations per world, converged per world); the accepted trial's terms
+    are the next iteration's (a world's own values only)."""
     active = np.ones(num_worlds, dtype=bool)
     iterations = np.zeros(num_worlds, dtype=np.int64)
     energy, grad, hess, x = evaluate(x)
-    for _ in range(max_iter):
-        active &= np.max(np.abs(grad), axis=1) > abs_tol
+    rho0 = stop.residuals(grad)
+    converged = np.zeros(num_worlds, dtype=bool)
+    for it in range(stop.max_iter):
+        converged |= active & stop.converged(grad, rho0, it)
+        active &= ~converged
         if not np.any(active):
             break
-        direction = -np.linalg.solve(hess, grad[..., None])[..., 0]
+        direction = -batched_solve(hess, grad[..., None])  # exactly singular (PSD-projected) systems: lstsq
         slope = np.einsum("wd,wd->w", grad, direction)
         alpha = np.where(active, 1.0, 0.0)
         grad_norm = np.linalg.norm(grad, axis=1)
-        for _ls in range(30):
+        for _ls in range(stop.line_search_max_iter):
             e_trial, g_trial, h_trial, trial = evaluate(move(x, alpha[:, None] * direction))
             bad = active & ~accept(e_trial, energy, g_trial, grad_norm, alpha, slope) & (alpha > 1e-12)
-            if not np.any(bad):
-                break
-            alpha = np.where(bad, 0.5 * alpha, alpha)
+            if not np.any(bad) or _ls == stop.line_search_max_iter - 1:
+                break  # the last try is taken even without improvement
+            alpha = np.where(bad, stop.line_search_alpha * alpha, alpha)
         iterations += active
         moved = np.max(np.abs(alpha[:, None] * direction), axis=1)
         x = select(active, trial, x)
         energy = np.where(active, e_trial, energy)
         grad = np.where(active[:, None], g_trial, grad)
         hess = np.where(active[:, None, None], h_trial, hess)
-        active &= moved > step_tol
-    return x, iterations
+        still = moved > stop.step_tol
+        converged |= active & ~still  # moved nothing: the round-off floor
+        active &= still
+    else:
+        converged |= active & stop.converged(grad, rho0, stop.max_iter)
+    return x, iterations, converged

@@ -86,7 +86,7 @@ def lu_solve(a, b, x, n, perm):
 @inner_kernel  # called from kernels only (the tests call it through a jitted shim)
 def _solve_system(mat, rhs, sol, n, work, perm):
     """sol = mat^-1 rhs for the n x n system (mat kept); the minimum-norm least-squares solution when the LU
-    fails or is not finite and the system is (newton._batched_solve's rare path). False: no finite solution."""
+    fails or is not finite and the system is (newton.batched_solve's rare path). False: no finite solution."""
     for i in range(n):
         for j in range(n):
             work[i, j] = mat[i, j]

@@ -107,12 +107,12 @@ def _solve(terms: PotentialTerms, bodies) -> tuple[np.ndarray, np.ndarray]:
         coupled |= np.any(blk.reshape(num_worlds, -1) != 0.0, axis=1)
     if not np.any(coupled):
         # Block-diagonal: one 6x6 solve per body.
-        sol = _batched_solve(hess.reshape(-1, 6, 6), rhs_d.reshape(-1, 6, 1)).reshape(num_worlds, num_dyn, 6)
+        sol = batched_solve(hess.reshape(-1, 6, 6), rhs_d.reshape(-1, 6, 1)).reshape(num_worlds, num_dyn, 6)
     else:
         sol = np.empty((num_worlds, num_dyn, 6))
         free = np.flatnonzero(~coupled)
         if free.size:
-            sol[free] = _batched_solve(hess[free].reshape(-1, 6, 6), rhs_d[free].reshape(-1, 6, 1)).reshape(
+            sol[free] = batched_solve(hess[free].reshape(-1, 6, 6), rhs_d[free].reshape(-1, 6, 1)).reshape(
                 free.size, num_dyn, 6)
         rows = np.flatnonzero(coupled)
         k = rows.size
@@ -129,13 +129,13 @@ def _solve(terms: PotentialTerms, bodies) -> tuple[np.ndarray, np.ndarray]:
                 np.add.at(dense, (slice(None), a, b), blk)
                 np.add.at(dense, (slice(None), b, a), np.swapaxes(blk, -1, -2))
         dense = dense.transpose(0, 1, 3, 2, 4).reshape(k, 6 * num_dyn, 6 * num_dyn)
-        sol[rows] = _batched_solve(dense, rhs_d[rows].reshape(k, -1, 1)).reshape(k, num_dyn, 6)
+        sol[rows] = batched_solve(dense, rhs_d[rows].reshape(k, -1, 1)).reshape(k, num_dyn, 6)
     dx[:, dyn_idx] = sol
     ok = np.all(np.isfinite(sol.reshape(num_worlds, -1)), axis=1)
     return np.where(ok[:, None, None], dx, 0.0), ok
 
 
-def _batched_solve(mats: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+def batched_solve(mats: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     """Solve every system; one whose solve fails or is not finite (exactly singular) gets the least-squares
     minimum-norm solution. Nearly singular systems keep their (large) LU solution, as before.
 
