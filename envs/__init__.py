@@ -43,6 +43,7 @@ TABLE = (
         FREE_FINGERS + (("gripper_max_speed", 3.0), ("tunnelling_refinement", 4))),
     # The Panda arm (envs/robots/panda_arm.py): the same tasks on a 7-DoF arm, "ee" control by default.
     Row("PandaReach", "panda_arm:PandaArm", "reach:ReachTask", 50),
+    Row("PandaPush", "panda_arm:PandaArm", "push:PushTask", 50),
 )
 
 

@@ -19,8 +19,12 @@ import numpy as np
 from .reach import MAX_STEP_M, grip_and_goal
 
 
-def scripted_push_action(obs: dict, cube_half_m: float = 0.02, finger_half_m: float = 0.01,
+def scripted_push_action(obs: dict, cube_half_m: float = 0.02, finger_half_m=0.01,
                          clearance_m: float = 0.012, push_step_m: float = 0.012) -> np.ndarray:
+    """``finger_half_m``: the closed fingers' half size, one number (the floating gripper's round footprint) or
+    (along x, along y) for a hand at yaw 0 whose fingers are longer across the jaw (the Panda's): then the grip
+    point-to-cube distance at touch is where the push line leaves the boxes' Minkowski sum, so a diagonal push
+    does not land the fingers on the cube's corner."""
     single, grip, goal = grip_and_goal(obs)
     cube = np.atleast_2d(obs["achieved_goal"]).astype(np.float64)
     to_goal = goal[:, :2] - cube[:, :2]
@@ -29,12 +33,20 @@ def scripted_push_action(obs: dict, cube_half_m: float = 0.02, finger_half_m: fl
     n = np.stack([-d[:, 1], d[:, 0]], axis=1)  # in-plane normal of the push line
     rel = grip[:, :2] - cube[:, :2]
     along, lateral = np.sum(rel * d, axis=1), np.sum(rel * n, axis=1)
-    contact_gap = cube_half_m + finger_half_m  # grip point to cube centre when the fingers touch the cube
+    touch_margin = 0.006  # how far inside contact_gap the grip point may come while pushing
+    if np.ndim(finger_half_m) == 0:
+        contact_gap = cube_half_m + finger_half_m  # grip point to cube centre when the fingers touch the cube
+    else:
+        touch_margin = 0.015  # the box pushing a box off its face normal turns it: the gap shrinks
+        fx, fy = finger_half_m
+        # where the line from the cube's centre leaves the two boxes' Minkowski sum (both unyawed)
+        with np.errstate(divide="ignore"):
+            contact_gap = np.minimum((cube_half_m + fx) / np.abs(d[:, 0]), (cube_half_m + fy) / np.abs(d[:, 1]))
     push_z = 0.5 * cube_half_m  # finger tips a centimetre above the table
     safe_z = cube[:, 2] + cube_half_m + 0.03
-    approach = cube[:, :2] - d * (contact_gap + clearance_m)
+    approach = cube[:, :2] - d * np.asarray(contact_gap + clearance_m)[..., None]
 
-    behind = (along < -contact_gap + 0.006) & (np.abs(lateral) < 0.012)
+    behind = (along < -contact_gap + touch_margin) & (np.abs(lateral) < 0.012)
     low = grip[:, 2] < cube[:, 2] + cube_half_m
     pushing = behind & low
     over_approach = np.linalg.norm(grip[:, :2] - approach, axis=1) < 0.008
