@@ -44,6 +44,7 @@ TABLE = (
     # The Panda arm (envs/robots/panda_arm.py): the same tasks on a 7-DoF arm, "ee" control by default.
     Row("PandaReach", "panda_arm:PandaArm", "reach:ReachTask", 50),
     Row("PandaPush", "panda_arm:PandaArm", "push:PushTask", 50),
+    Row("PandaPickAndPlace", "panda_arm:PandaArm", "pick_and_place:PickAndPlaceTask", 50, GRASPING),
 )
 
 

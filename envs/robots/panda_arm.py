@@ -11,8 +11,11 @@ base, its 7 arm joints and two fingers held by single-DoF drives whose targets t
   follow their targets within ~3 mrad under saturated random actions. Capped at Franka's torque limits (87 / 12
   N m, the drives' saturation) the joints lag by up to 0.06 rad and the saturated drives' energy stopped the
   articulated Newton at its 100-iteration cap on 33% of substeps, each step 13x the cost (8 worlds, saturated
-  random actions). Per finger k = 1e3 N/m capped at Franka's 20 N. The two fingers are driven as one (Franka's
-  mimic joint): both drives get the same target, half the commanded opening.
+  random actions). Per finger k = 500 N/m capped at Franka's 20 N. The two fingers are driven as one (Franka's
+  mimic joint): both drives get the same target, half the commanded opening. Closed on the 4 cm cube each finger
+  squeezes with 10 N, under the cap: at k = 1e3 N/m both drives sat at their 20 N cap, where a capped drive has no
+  stiffness left, so cube and fingers slid together along the jaw (the mimic's coupling gone) and the scripted
+  PickAndPlace dropped 11 of 100 cubes against 2 at 500 N/m.
 * **No self-contact**: the arm's links sit on their own contact layer with contact off within it (the joint
   limits keep the links apart, as pybullet's default for panda-gym; it also spares 28 link pairs per step); the
   links collide with everything else (table, objects).
@@ -57,7 +60,7 @@ from superdex_gym.sim.articulated.kinematics import forward_kinematics, link_jac
 from superdex_gym.sim.articulated.model import build_model
 from superdex_gym.sim.validation import as_bool, real_array
 
-from ..core.config import V_MAX, clip
+from ..core.config import GRASP_CONTACT, V_MAX, clip
 from . import panda_model as pm
 from .base import Robot
 
@@ -103,7 +106,7 @@ class PandaArmConfig:
     finger_step_m: float = 0.016  # most the commanded opening changes per control step (as the floating gripper)
     arm_stiffness: float = 3e4  # N m/rad
     arm_damping: float = 30.0  # N m s/rad
-    finger_stiffness: float = 1e3  # N/m
+    finger_stiffness: float = 5e2  # N/m: a grasp squeezes under the cap (module docstring)
     finger_damping: float = 1.0  # N s/m
     finger_max_force: float = pm.MAX_EFFORT[ARM]  # N per finger
     finger_friction: float = 1.0
@@ -333,7 +336,10 @@ class PandaArm(Robot):
         c = self.config
         self.scene = scene
         params = pm.panda_actor_params(world_from_base=mochi.TransformRT(translation=list(c.base_position)))
-        finger_contact = mochi.ContactParams(coulomb_friction_coefficient=c.finger_friction)
+        # Free fingers grasp with the floating gripper's sharp contact (1/20 of the default ramp, friction falloff
+        # 1e-4 m/s): on the default one a carried cube creeps out of the 20 N grip.
+        finger_contact = mochi.ContactParams(coulomb_friction_coefficient=c.finger_friction,
+                                             **({} if c.block_gripper else GRASP_CONTACT))
         for link in params.links:
             link.layer = layer
             link.collider_type = mochi.ColliderType.BOX
@@ -495,7 +501,7 @@ class PandaArm(Robot):
         """Real bounds of the parts, which `observation` clips to. ``grip``: in the "ee" modes the workspace plus 2 cm
         (the targets are clipped to it; the hand strayed 2.6 mm past it under saturated random actions); with
         "joints" control the box around the shoulder of the chain's summed link lengths (1.1 m). ``fingers``: the
-        travel plus the 20 N cap's 2 cm compliance (1e3 N/m). Velocities: V_MAX (m/s), JOINT_SPEED_BOUND (rad/s);
+        travel plus the 20 N cap's 4 cm compliance (500 N/m). Velocities: V_MAX (m/s), JOINT_SPEED_BOUND (rad/s);
         joint positions: `_joint_bounds`."""
         c = self.config
         if c.control == "joints":

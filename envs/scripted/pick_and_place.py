@@ -19,7 +19,9 @@ FINGERS = slice(9, 11)
 
 
 def scripted_pick_and_place_action(obs: dict, cube_half_m: float = 0.02, finger_half_m: float = 0.006,
-                                   grasp_depth_m: float = 0.01) -> np.ndarray:
+                                   grasp_depth_m: float = 0.01, carry_action_max: float = 1.0) -> np.ndarray:
+    """``carry_action_max``: the largest |action| component while carrying (1: the full 5 cm per step); a grip whose
+    fingers give along the jaw (the Panda's) carries slower so the cube does not slide out."""
     single, grip, goal = grip_and_goal(obs)
     o = np.atleast_2d(obs["observation"]).astype(np.float64)
     cube = np.atleast_2d(obs["achieved_goal"]).astype(np.float64)
@@ -44,5 +46,7 @@ def scripted_pick_and_place_action(obs: dict, cube_half_m: float = 0.02, finger_
     target[approach & high, :2] = cube[approach & high, :2]
     action = np.zeros((len(grip), 4))
     action[:, :3] = np.clip((target - grip) / MAX_STEP_M, -1.0, 1.0)
+    if carry_action_max < 1.0:
+        action[carry, :3] = np.clip(action[carry, :3], -carry_action_max, carry_action_max)
     action[:, 3] = fingers
     return action[0] if single else action
