@@ -162,6 +162,14 @@ def case_env(args):
         env.render()
         times.append(time.perf_counter() - t0)
     out["render ms per 480x480 frame (median of 5)"] = 1e3 * statistics.median(times)
+    # The Panda arm on the same task (an articulated actor, its step in numpy): a fifth of the steps, same protocol.
+    arm_steps = max(steps // 5, 64)
+    arm_single = _random_action_rate(lambda: gym.make("SuperDex/PandaPush-v0"), arm_steps, 1, reps)
+    arm_vec = _random_action_rate(lambda: gym.make_vec("SuperDex/PandaPush-v0", num_envs=64), arm_steps, 64, reps)
+    out["SuperDex/PandaPush-v0 single env steps/s"] = arm_single
+    out["SuperDex/PandaPush-v0 make_vec(64) aggregate env steps/s"] = arm_vec
+    out["ratio PandaPush-v0 / Push-v0, single"] = arm_single / single
+    out["ratio PandaPush-v0 / Push-v0, make_vec(64)"] = arm_vec / vec
     anchors = {}
     try:
         import gymnasium_robotics
@@ -181,10 +189,13 @@ def case_env(args):
         out[f"ratio single / {name}"] = single / rate
         out[f"ratio make_vec(64) aggregate / {name}"] = vec / rate
         out[f"ratio make_vec(64) aggregate, 2 worker threads / {name}"] = threaded / rate
+        out[f"ratio PandaPush-v0 single / {name}"] = arm_single / rate
+        out[f"ratio PandaPush-v0 make_vec(64) aggregate / {name}"] = arm_vec / rate
     return out
 
 
-ENV_CASES = "env cases: SuperDex/Push-v0 single and make_vec(64), reset, render, the FetchPush / PandaPush anchors"
+ENV_CASES = ("env cases: SuperDex/Push-v0 single and make_vec(64), reset, render, SuperDex/PandaPush-v0 single and "
+             "make_vec(64), the FetchPush / PandaPush anchors")
 PIXEL_CASES = ("pixel cases: make_vec(64) Push with rgb 64x64 against state-only, one 64x64 frame, frames/s at 64, 84, "
                "128, the numpy renderer and MuJoCo's offscreen renderer")
 

@@ -55,6 +55,10 @@ def test_env_case_reports_the_threaded_batch_and_restores_serial():
     threaded = out["SuperDex/Push-v0 make_vec(64) aggregate env steps/s, 2 worker threads"]
     assert threaded > 0 and out["SuperDex/Push-v0 make_vec(64) aggregate env steps/s"] > 0
     assert mochi.context.worker_threads() == 1
+    # the arm on the same task, and its cost against the gripper's
+    assert out["SuperDex/PandaPush-v0 single env steps/s"] > 0
+    assert out["ratio PandaPush-v0 / Push-v0, single"] == (out["SuperDex/PandaPush-v0 single env steps/s"]
+                                                          / out["SuperDex/Push-v0 single env steps/s"])
 
 
 def test_only_selects_the_env_cases_by_their_name(tmp_path):
