@@ -46,3 +46,31 @@ def test_scripted_policies_on_the_arm_solve_95_of_100_seeded_episodes(env_id):
 def test_scripted_policies_on_the_arm_solve_seeded_episodes(env_id):
     success = _scripted_success(env_id, 8)
     assert success.all(), np.flatnonzero(~success)  # seeds 0..7 are among the measured successes
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_render_frames_the_whole_arm(batched):
+    """render()'s view is the task's with the robot's overrides: every link of the arm and the cube project inside
+    the frame (the tasks' 0.9 m view shows only the hand); a caller's camera kwargs still win."""
+    import gymnasium as gym
+
+    env_id = "SuperDex/PandaPickAndPlace-v0"
+    env = (gym.make_vec(env_id, num_envs=2, vectorization_mode="vector_entry_point", render_mode="rgb_array")
+           if batched else gym.make(env_id, render_mode="rgb_array"))
+    env.reset(seed=0)
+    inner = env.unwrapped if not batched else env
+    camera = inner._camera
+    scene = inner.worlds.scene
+    points = [np.asarray(scene.get_actor(h).get_center_of_mass_transform().translation)
+              for h in inner.worlds.robot.arm.get_nested_link_actors()]
+    points.append(np.asarray(inner.worlds.observations()["achieved_goal"])[0])
+    pixels, depth = camera.project_points(np.array(points))
+    assert np.all(depth > 0)
+    assert np.all((pixels >= 0) & (pixels <= [camera.width, camera.height])), pixels
+    frame = env.render()
+    assert np.asarray(frame).ndim == (4 if batched else 3) or isinstance(frame, (tuple, list))
+    env.close()
+    if not batched:
+        near = gym.make(env_id, render_mode="rgb_array", camera_distance=0.5)
+        assert np.linalg.norm(near.unwrapped._camera.eye - near.unwrapped._camera.target) == pytest.approx(0.5)
+        near.close()

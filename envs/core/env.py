@@ -102,8 +102,10 @@ class RobotTaskEnv(gym.Env):
         self.observation_space = self.pixels.space(goal_spaces(self.worlds))
         self.action_space = spaces.Box(-1.0, 1.0, shape=(self.worlds.robot.action_dim,), dtype=np.float32)
         given = {"distance_m": camera_distance, "azimuth_deg": camera_azimuth, "elevation_deg": camera_elevation}
-        # the task's view (Throw's bin stands 1 m away) unless the caller sets it (default: 0.9 m, -135, 40 deg)
-        view = {**self.worlds.task.camera, **{k: v for k, v in given.items() if v is not None}}
+        # the task's view (Throw's bin stands 1 m away), then the robot's (the whole arm), unless the caller sets it
+        # (default: 0.9 m, -135, 40 deg)
+        view = {**self.worlds.task.camera, **self.worlds.robot.render_camera,
+                **{k: v for k, v in given.items() if v is not None}}
         self._camera = default_camera(render_width, render_height, **view)
         self._view = None
         self._window = None

@@ -52,7 +52,8 @@ class RobotTaskVectorEnv(VectorEnv):
         self._elapsed = np.zeros(self.num_envs, dtype=np.int64)
         self._autoreset = np.zeros(self.num_envs, dtype=bool)
         self._view = None
-        self._camera = default_camera(render_width, render_height, **self.worlds.task.camera)
+        self._camera = default_camera(render_width, render_height,
+                                      **{**self.worlds.task.camera, **self.worlds.robot.render_camera})
         self._has_reset = False
 
     # --- seeding -----------------------------------------------------------------------------------------------

@@ -21,11 +21,14 @@ class Robot(abc.ABC):
     """A robot of a task's worlds. Subclasses set ``action_dim`` (the action is ``Box(-1, 1, (action_dim,))``),
     ``observation_parts`` (the names of ``observation``'s parts, in order) and ``appended_observation_parts`` (those
     of its parts the worlds append to every task's observation: the robot's own state no task lays out, such as an
-    arm's joints); ``build`` sets ``colors`` (actor name -> RGB, for pictures)."""
+    arm's joints); ``build`` sets ``colors`` (actor name -> RGB, for pictures). ``render_camera``: `default_camera`
+    keyword overrides of ``render()``'s view, over the task's, for a robot its framing does not show whole (camera
+    observations keep the task's view)."""
 
     action_dim: int
     observation_parts: tuple
     appended_observation_parts: tuple = ()
+    render_camera: dict = {}
     colors: dict
 
     def __init__(self, config):

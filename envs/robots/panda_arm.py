@@ -240,6 +240,8 @@ class PandaArm(Robot):
     observation_parts = ("grip", "fingers", "grip_velocity", "finger_velocity", "joint_positions",
                          "joint_velocities")
     appended_observation_parts = ("joint_positions", "joint_velocities")
+    # the whole arm from the front right, above its base at the table's edge (the tasks' 0.9 m view shows the hand)
+    render_camera = {"distance_m": 1.7, "azimuth_deg": -50.0, "elevation_deg": 25.0, "target": (-0.15, 0.0, 0.25)}
 
     def __init__(self, config: PandaArmConfig):
         self.config = config.validate()
