@@ -74,3 +74,44 @@ def test_render_frames_the_whole_arm(batched):
         near = gym.make(env_id, render_mode="rgb_array", camera_distance=0.5)
         assert np.linalg.norm(near.unwrapped._camera.eye - near.unwrapped._camera.target) == pytest.approx(0.5)
         near.close()
+
+
+def test_the_wrist_camera_rides_on_the_hand():
+    """camera="wrist": each world's camera is the arm's wrist camera after every reset and step, its frames show
+    the fingers (their segmentation ids in every frame) and the cube between them at the grasp; spaces pass the
+    checker."""
+    import gymnasium as gym
+    from gymnasium.utils.env_checker import check_env
+
+    env_id = "SuperDex/PandaPickAndPlace-v0"
+    env = gym.make(env_id, obs_mode="state+rgb+segmentation", camera="wrist", image_size=48)
+    check_env(env.unwrapped, skip_render_check=True)
+    ids = {name: k for k, name in env.unwrapped.pixels.segmentation_ids.items()}
+    policy = scripted_policy_for(env_id)
+    obs, _ = env.reset(seed=0)
+    looks, robot = env.unwrapped.pixels.looks, env.unwrapped.worlds.robot
+    for step in range(12):
+        eye, _, _ = robot.wrist_camera()
+        np.testing.assert_array_equal(looks.cam_eye, eye)
+        seg = obs["segmentation"][..., 0]
+        assert np.isin([ids["panda/left_finger"], ids["panda/right_finger"]], seg).all(), step
+        obs, *_ = env.step(policy({k: v[None] for k, v in obs.items()})[0])
+    assert ids["cube"] in seg  # the policy closes on the cube by step 10
+    env.close()
+
+
+def test_the_wrist_camera_is_refused_on_a_robot_without_one_and_batches_bit_for_bit():
+    import gymnasium as gym
+
+    with pytest.raises(ValueError, match="camera='wrist'"):
+        gym.make("SuperDex/PickAndPlace-v0", obs_mode="rgb", camera="wrist")
+    kwargs = dict(obs_mode="rgb", camera="wrist", image_size=32, randomize=True)
+    venv = gym.make_vec("SuperDex/PandaPickAndPlace-v0", num_envs=2, vectorization_mode="vector_entry_point",
+                        **kwargs)
+    batch, _ = venv.reset(seed=5)
+    for w in range(2):
+        single = gym.make("SuperDex/PandaPickAndPlace-v0", **kwargs)
+        obs, _ = single.reset(seed=5 + w)
+        np.testing.assert_array_equal(obs["rgb"], batch["rgb"][w])
+        single.close()
+    venv.close()

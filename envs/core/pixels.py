@@ -24,7 +24,8 @@ from ..rendering.shading import ShadingParams
 
 IMAGE_PARTS = ("rgb", "depth", "segmentation")
 MODE_PARTS = ("state", "rgbd") + IMAGE_PARTS
-CAMERAS = ("task", "front", "top")
+CAMERAS = ("task", "front", "top", "wrist")
+WRIST_FOV_Y_DEG = 70.0  # a wrist camera's wider view (a RealSense D435's colour sensor: 69 x 42 deg)
 MAX_IMAGE_SIZE = 4096
 # Domain randomization ranges (``randomize=True``; a dict of these keys sets some, 0 turns one off): colours are
 # scaled per channel by a factor in [1 - c, 1 + c] (clipped to [0, 1]); the light direction is turned by up to
@@ -86,10 +87,14 @@ def parse_randomize(randomize) -> dict | None:
 
 def task_camera(task, kind: str, height: int, width: int) -> Camera:
     """The ``camera`` kwarg's view: ``"task"`` (``render()``'s: the task's orbit view), ``"front"`` (level with the
-    table, looking along +x) or ``"top"`` (straight down, image up = +x), at the task's distance and target."""
+    table, looking along +x) or ``"top"`` (straight down, image up = +x), at the task's distance and target; for
+    ``"wrist"`` the intrinsics (its pose follows the robot's hand, `PixelObservations`)."""
     if kind not in CAMERAS:
         raise ValueError(f"camera must be one of {list(CAMERAS)}, got {kind!r}")
     view = dict(task.camera)
+    if kind == "wrist":
+        return Camera(eye=np.array([0.0, 0.0, 0.3]), target=np.zeros(3), up=(1.0, 0.0, 0.0),
+                      fov_y_deg=WRIST_FOV_Y_DEG, width=width, height=height)
     if kind == "front":
         view.update(azimuth_deg=180.0, elevation_deg=15.0)
     if kind != "top":
@@ -109,6 +114,12 @@ class PixelObservations:
         self.worlds = worlds
         self.images = tuple(p for p in IMAGE_PARTS if p in self.parts)
         self.camera = task_camera(worlds.task, camera, height, width)
+        self.wrist = camera == "wrist"
+        if self.wrist and worlds.robot.wrist_camera() is None:
+            raise ValueError(f"camera='wrist' needs a robot that carries a camera; {type(worlds.robot).__name__} "
+                             f"does not (use one of {[c for c in CAMERAS if c != 'wrist']})")
+        # per world: the randomized offsets of a wrist camera's eye and target (zero without randomization)
+        self._wrist_jitter = np.zeros((worlds.num_worlds, 2, 3))
         self.view = None
         self.looks = None
         if self.images:
@@ -161,6 +172,8 @@ class PixelObservations:
             out["observation"] = state["observation"]
         if self.images:
             out["proprioception"] = np.ascontiguousarray(state["observation"][:, self._proprio_cols])
+            if self.wrist:
+                self._follow_the_hand(worlds)
             rgb, depth, seg = self.view.render(self.looks, want_rgb="rgb" in self.parts, worlds=worlds,
                                                want_geometry="depth" in self.parts or "segmentation" in self.parts)
             if "rgb" in self.parts:
@@ -170,6 +183,20 @@ class PixelObservations:
             if "segmentation" in self.parts:
                 out["segmentation"] = seg[..., None]
         return out
+
+    def _follow_the_hand(self, worlds) -> None:
+        """Place every rendered world's camera at its robot's wrist camera (whole-array; the kernel redraws a world's
+        kept layers when its camera moved)."""
+        eye, target, up = self.worlds.robot.wrist_camera()
+        rows = slice(None) if worlds is None else np.asarray(worlds, dtype=np.int64)
+        eye = eye[rows] + self._wrist_jitter[rows, 0]
+        target = target[rows] + self._wrist_jitter[rows, 1]
+        forward = target - eye
+        forward /= np.linalg.norm(forward, axis=1, keepdims=True)
+        right = np.cross(forward, up[rows])
+        right /= np.linalg.norm(right, axis=1, keepdims=True)
+        self.looks.cam_eye[rows] = eye
+        self.looks.cam_rot[rows] = np.stack([right, np.cross(right, forward), -forward], axis=1)  # Camera.rotation's
 
     def randomize_worlds(self, worlds, rngs) -> None:
         """New looks for ``worlds`` (K,) from their episode generators ``rngs`` (K), when randomizing."""
@@ -185,8 +212,12 @@ class PixelObservations:
             looks.checker[i] = np.clip(base.checker[0] * scale(base.checker.shape[1:]), 0.0, 1.0)
             looks.marker_albedo[i] = np.clip(base.marker_albedo[0] * scale(base.marker_albedo.shape[1:]), 0.0, 1.0)
             looks.light[i] = _turned(base.light[0], rng, np.deg2rad(r["light_deg"]))
-            eye = cam.eye + rng.uniform(-r["camera_m"], r["camera_m"], size=3)
-            target = cam.target + rng.uniform(-0.5 * r["camera_m"], 0.5 * r["camera_m"], size=3)
+            eye_jitter = rng.uniform(-r["camera_m"], r["camera_m"], size=3)
+            target_jitter = rng.uniform(-0.5 * r["camera_m"], 0.5 * r["camera_m"], size=3)
+            if self.wrist:  # the mount moves with the hand: jitter its offsets instead
+                self._wrist_jitter[i] = eye_jitter, target_jitter
+                continue
+            eye, target = cam.eye + eye_jitter, cam.target + target_jitter
             moved = Camera(eye=eye, target=target, up=cam.up, fov_y_deg=cam.fov_y_deg, width=cam.width,
                            height=cam.height, near_m=cam.near_m, far_m=cam.far_m)
             looks.cam_eye[i], looks.cam_rot[i] = moved.eye, moved.rotation

@@ -47,6 +47,11 @@ class Robot(abc.ABC):
         """What this robot is, for the worlds' state checks: its class name and config."""
         return type(self).__name__, self.config
 
+    def wrist_camera(self):
+        """A camera the robot carries, per world: (eye (W, 3), target (W, 3), up (W, 3)) [m] in the world, or None
+        (no wrist camera: ``camera="wrist"`` is refused)."""
+        return None
+
     # --- what a task may read --------------------------------------------------------------------------------------
     @abc.abstractmethod
     def workspace(self) -> tuple[np.ndarray, np.ndarray]:

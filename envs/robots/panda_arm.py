@@ -482,6 +482,17 @@ class PandaArm(Robot):
     def grip_point(self) -> tuple[np.ndarray, np.ndarray]:
         return self._grip_from_scene()
 
+    def wrist_camera(self):
+        """On the hand where Franka setups mount a RealSense: 12 cm above the closed finger tips along the hand's
+        axis and 6 cm off it along the hand's x, looking at a point 4 cm past the tips, image up along the hand's x
+        (away from the base at yaw 0), so the fingers and what they reach for stay in view."""
+        scene = self.scene
+        origin = scene.get_actor_translations([self.hand])[:, 0]
+        rot = scene.get_actor_rotations([self.hand])[:, 0]
+        tip = origin + rot @ self._tip
+        axis, x = rot[:, :, 2], rot[:, :, 0]  # the hand's z runs from the wrist to the finger tips
+        return tip - 0.10 * axis + 0.09 * x, tip + 0.04 * axis + 0.02 * x, x
+
     def observation(self) -> dict:
         """The parts of `observation_bounds`, each clipped to its bounds there (only a hand jammed into the table
         by "joints" actions reaches the position bounds: the table then pushes the 20 N-capped fingers open)."""
