@@ -468,13 +468,16 @@ class PandaArm(Robot):
         self._target, self._opening, self._yaw = (state[k].copy() for k in ("target", "opening", "yaw"))
 
     # --- observation ----------------------------------------------------------------------------------------------
+    def _hand_frame(self) -> tuple[np.ndarray, np.ndarray]:
+        """The hand's rotation (W, 3, 3) and the grip point (W, 3) [m] from the hand link's row of the scene."""
+        rot = self.scene.get_actor_rotations([self.hand])[:, 0]
+        return rot, self.scene.get_actor_translations([self.hand])[:, 0] + rot @ self._tip
+
     def _grip_from_scene(self) -> tuple[np.ndarray, np.ndarray]:
         """The grip point (W, 3) [m] and its velocity (W, 3) [m/s] from the hand link's row of the scene."""
         scene = self.scene
-        origin = scene.get_actor_translations([self.hand])[:, 0]
-        rot = scene.get_actor_rotations([self.hand])[:, 0]
+        _, grip = self._hand_frame()
         lin, ang = scene.get_actor_velocities([self.hand])
-        grip = origin + rot @ self._tip
         centre = scene.current_kinematics().com_position[:, scene.get_actor_rows([self.hand])[0]]
         velocity = lin[:, 0] + np.cross(ang[:, 0], grip - centre)
         return grip, velocity
@@ -483,13 +486,10 @@ class PandaArm(Robot):
         return self._grip_from_scene()
 
     def wrist_camera(self):
-        """On the hand where Franka setups mount a RealSense: 12 cm above the closed finger tips along the hand's
-        axis and 6 cm off it along the hand's x, looking at a point 4 cm past the tips, image up along the hand's x
-        (away from the base at yaw 0), so the fingers and what they reach for stay in view."""
-        scene = self.scene
-        origin = scene.get_actor_translations([self.hand])[:, 0]
-        rot = scene.get_actor_rotations([self.hand])[:, 0]
-        tip = origin + rot @ self._tip
+        """On the hand where Franka setups mount a RealSense: 10 cm above the closed finger tips along the hand's
+        axis and 9 cm off it along the hand's x, looking at a point 4 cm past the tips and 2 cm along x, image up along
+        the hand's x (away from the base at yaw 0), so the fingers and what they reach for stay in view."""
+        rot, tip = self._hand_frame()
         axis, x = rot[:, :, 2], rot[:, :, 0]  # the hand's z runs from the wrist to the finger tips
         return tip - 0.10 * axis + 0.09 * x, tip + 0.04 * axis + 0.02 * x, x
 
