@@ -114,7 +114,7 @@ def test_coupled_hessian_is_the_chain_rule_without_the_kinematic_curvature():
     contact.uses_kernel = False  # the exact Hessian is the numpy path's (ContactPotential._init_kernel_arrays)
     ctx_core, ctx_full = (dataclasses.replace(x, psd_project=False) for x in (ctx_core, ctx_full))
     dyn = np.flatnonzero(~ctx_core.model.bodies.is_static)
-    _, grad, hess, _ = coupled.row_terms(ctx_core, ctx_full, c, r, qs, arts, extra, size)
+    _, grad, hess, _, _ = coupled.row_terms(ctx_core, ctx_full, c, r, qs, arts, extra, size)
 
     def g_at(x):
         cc, rr, qq = coupled._move(c, r, qs, arts, x[None], dyn)
@@ -142,7 +142,7 @@ def test_coupled_hessian_is_the_chain_rule_without_the_kinematic_curvature():
 
 def _row_gradient(ctx_core, ctx_full, c, r, qs, arts, extra):
     """The row potentials' per-row (W, N, 6) gradient with the links placed by forward kinematics."""
-    _, _, _, (cc, rr) = coupled.row_terms(ctx_core, ctx_full, c, r, qs, arts, extra, 6 + qs[0].shape[1])
+    _, _, _, (cc, rr), _ = coupled.row_terms(ctx_core, ctx_full, c, r, qs, arts, extra, 6 + qs[0].shape[1])
     core = evaluate_potentials(pipeline.CORE_POTENTIALS, ctx_core, cc, rr, False)
     rows = evaluate_potentials(extra, ctx_full, cc, rr, False)
     return core.gradient + rows.gradient

@@ -9,7 +9,7 @@ sum_l g_l . d^2 x_l / dq^2, the curvature of the kinematics weighted by the cont
 rest-free contact and is indefinite in general, so leaving it out keeps the Newton matrix positive (semi)definite,
 as the released engine's Gauss-Newton does for the links' own inertia (sim/articulated/energy.py).
 
-The links' inertia, gravity and every joint term come from the articulation's oracle terms (energy.total); the
+The links' inertia, gravity and every joint term come from the articulation's terms (compiled_terms.total); the
 rigid inertia, gravity and loads from the core potentials on a model where link rows are static (so they add
 nothing for links). The stage structure is the rigid pipeline's (`_GroupStep`) and the oracle's
 (begin_step / stage_start / stage_data / stage_end / finish_step), run side by side on the same tableau: the
@@ -29,6 +29,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .. import lie
+from ..jit import kernel_array
+from ..kernels import articulated_terms as articulated_kernels
 from ..model import Kinematics, convergence_weights
 from ..params import ConvergenceStatus
 from ..solver.numpy_newton import evaluate_potentials
@@ -36,7 +38,7 @@ from ..step import pipeline
 from ..step.integration import effective_tableau
 from . import worlds as per_world
 from .boundary import eliminate
-from .energy import total
+from .compiled_terms import total
 from .kinematics import add_delta, forward_kinematics, link_jacobians
 from .oracle import _ARMIJO, minimize
 from .stopping import articulation_weights, from_solver
@@ -185,38 +187,87 @@ def _with_links(kin: Kinematics, arts, states, end_state: bool = False) -> Kinem
     return out
 
 
-def row_terms(ctx_core, ctx_full, c, r, qs, arts, extra, size):
+def row_terms(ctx_core, ctx_full, c, r, qs, arts, extra, size, pull_back=None):
     """The row potentials (rigid inertia / gravity / loads, contact, constraints) at the rigid rows' (c, r) and the
     links' forward kinematics of qs, pulled back to the generalized DoFs: energy (W,), J^T g (W, n), the
-    Gauss-Newton J^T H J plus couplings (W, n, n), and the rows' (c, r) with the links placed."""
+    Gauss-Newton J^T H J plus couplings (W, n, n), the rows' (c, r) with the links placed, and each articulation's
+    link_jacobians at its q. ``pull_back``: `pull_back_kernel` (the default) or `pull_back_numpy`."""
     c, r = c.copy(), r.copy()
-    num_worlds, num_rows = c.shape[:2]
-    proj = np.zeros((num_worlds, num_rows, 6, size))  # d(row increment) / d(generalized increment)
-    dyn = np.flatnonzero(~ctx_core.model.bodies.is_static)
-    proj[:, dyn, :, :6 * len(dyn)] = np.eye(6 * len(dyn)).reshape(len(dyn), 6, 6 * len(dyn))
+    kinematics = []
     for art, q in zip(arts, qs):
-        rot, _, com, jac = link_jacobians(art.actor.model, q)
-        c[:, art.rows], r[:, art.rows] = com, rot
-        proj[:, art.rows, :, art.offset:art.offset + q.shape[1]] = jac
+        kin = link_jacobians(art.actor.model, q)
+        kinematics.append(kin)
+        c[:, art.rows], r[:, art.rows] = kin[2], kin[0]
     core = evaluate_potentials(pipeline.CORE_POTENTIALS, ctx_core, c, r, True)
     rows = evaluate_potentials(extra, ctx_full, c, r, True)
-    grad = np.einsum("wnkd,wnk->wd", proj, core.gradient + rows.gradient)
-    # batched matmuls then a sum over rows: the three-operand einsum's generic loop cost 60 % of a W = 64 step
+    grad, hess = (pull_back or pull_back_kernel)(ctx_core.model.bodies.is_static, arts, kinematics, size,
+                                                 core.gradient + rows.gradient, core.hessian_diag + rows.hessian_diag,
+                                                 rows.couplings)
+    return core.energy + rows.energy, grad, hess, (c, r), kinematics
+
+
+def pull_back_kernel(is_static, arts, kinematics, size, grad6, hess6, couplings):
+    """Per-row gradient (W, N, 6), diagonal blocks (W, N, 6, 6) and couplings pulled back to the generalized DoFs
+    in one kernel call (sim/kernels/articulated_terms.py pull_back): (J^T g (W, n), J^T H J (W, n, n))."""
+    num_worlds, num_rows = grad6.shape[:2]
+    kind = np.zeros(num_rows, dtype=np.int64)
+    col = np.zeros(num_rows, dtype=np.int64)
+    link = np.zeros(num_rows, dtype=np.int64)
+    dyn = np.flatnonzero(~is_static)
+    kind[dyn], col[dyn] = 1, 6 * np.arange(dyn.size)
+    ndof = np.concatenate([np.full(len(art.rows), kin[3].shape[3]) for art, kin in zip(arts, kinematics)]
+                          ).astype(np.int64)
+    first = 0
+    for art in arts:
+        kind[art.rows], col[art.rows] = 2, art.offset
+        link[art.rows] = first + np.arange(len(art.rows))
+        first += len(art.rows)
+    if len(kinematics) == 1:
+        link_jac = kernel_array(kinematics[0][3])
+    else:
+        link_jac = np.zeros((num_worlds, first, 6, max(kin[3].shape[3] for kin in kinematics)))
+        first = 0
+        for kin in kinematics:
+            jac = kin[3]
+            link_jac[:, first:first + jac.shape[1], :, :jac.shape[3]] = jac
+            first += jac.shape[1]
+    if couplings:
+        coupling = (np.concatenate([cp.body_a for cp in couplings]).astype(np.int64),
+                    np.concatenate([cp.body_b for cp in couplings]).astype(np.int64),
+                    kernel_array(np.concatenate([cp.block for cp in couplings], axis=1)))
+    else:
+        coupling = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros((num_worlds, 0, 6, 6)))
+    grad = np.empty((num_worlds, size))
+    hess = np.empty((num_worlds, size, size))
+    articulated_kernels.pull_back((kind, col, link, ndof), link_jac, kernel_array(grad6), kernel_array(hess6),
+                                  coupling, grad, hess)
+    return grad, hess
+
+
+def pull_back_numpy(is_static, arts, kinematics, size, grad6, hess6, couplings):
+    """`pull_back_kernel` in numpy (its oracle, tests/test_articulated_coupled.py)."""
+    num_worlds, num_rows = grad6.shape[:2]
+    proj = np.zeros((num_worlds, num_rows, 6, size))  # d(row increment) / d(generalized increment)
+    dyn = np.flatnonzero(~is_static)
+    proj[:, dyn, :, :6 * len(dyn)] = np.eye(6 * len(dyn)).reshape(len(dyn), 6, 6 * len(dyn))
+    for art, kin in zip(arts, kinematics):
+        proj[:, art.rows, :, art.offset:art.offset + kin[3].shape[3]] = kin[3]
+    grad = np.einsum("wnkd,wnk->wd", proj, grad6)
     proj_t = np.swapaxes(proj, -1, -2)
-    hess = (proj_t @ (core.hessian_diag + rows.hessian_diag) @ proj).sum(axis=1)
-    for cp in rows.couplings:
+    hess = (proj_t @ hess6 @ proj).sum(axis=1)
+    for cp in couplings:
         block = (proj_t[:, cp.body_a] @ cp.block @ proj[:, cp.body_b]).sum(axis=1)
         hess += block + np.swapaxes(block, 1, 2)
-    return core.energy + rows.energy, grad, hess, (c, r)
+    return grad, hess
 
 
 def _evaluate(ctx_core, ctx_full, c, r, qs, arts, extra, size):
     """Energy (W,), gradient (W, n) and Newton matrix (W, n, n) of the coupled stage: the row terms plus each
-    articulation's own terms (energy.total) on its DoF block."""
-    row_energy, grad, hess, placed = row_terms(ctx_core, ctx_full, c, r, qs, arts, extra, size)
+    articulation's own terms (compiled_terms.total) on its DoF block."""
+    row_energy, grad, hess, placed, kinematics = row_terms(ctx_core, ctx_full, c, r, qs, arts, extra, size)
     energy = np.zeros(c.shape[0])
-    for art, q in zip(arts, qs):
-        e, g, h = total(art.actor.model, q, art.stage)
+    for art, q, kin in zip(arts, qs, kinematics):
+        e, g, h = total(art.actor.model, q, art.stage, kin)
         sl = slice(art.offset, art.offset + q.shape[1])
         energy = energy + e
         grad[:, sl] = g + grad[:, sl]

@@ -127,6 +127,8 @@ class StageData:
     joint_pred_trans: np.ndarray | None = None
     joint_pred_rot: np.ndarray | None = None
     psd: bool = True  # project indefinite link rotation blocks (Newton); False gives the exact blocks (tests)
+    # the drives as kernel arrays (compiled_terms), packed at first use; not an init field, so replace() drops it
+    packed: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
 
 def link_terms_cartesian(model, com, rot, stage: StageData):
