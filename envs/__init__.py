@@ -45,6 +45,8 @@ TABLE = (
     Row("PandaReach", "panda_arm:PandaArm", "reach:ReachTask", 50),
     Row("PandaPush", "panda_arm:PandaArm", "push:PushTask", 50),
     Row("PandaPickAndPlace", "panda_arm:PandaArm", "pick_and_place:PickAndPlaceTask", 50, GRASPING),
+    Row("PandaStack2", "panda_arm:PandaArm", "stack:StackTask", 100, GRASPING + (("cubes", 2),)),
+    Row("PandaStack3", "panda_arm:PandaArm", "stack:StackTask", 150, GRASPING + (("cubes", 3),)),
 )
 
 

@@ -1,5 +1,5 @@
-"""Tasks on the Panda arm beyond Reach (PandaPush-v0, PandaPickAndPlace-v0): the scripted policies through "ee"
-control, and the geometry they are given."""
+"""Tasks on the Panda arm beyond Reach (PandaPush-v0, PandaPickAndPlace-v0, PandaStack2-v0, PandaStack3-v0): the
+scripted policies through "ee" control, and the geometry they are given."""
 
 import numpy as np
 import pytest
@@ -34,15 +34,17 @@ def _scripted_success(env_id, num_worlds, seed=0):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("env_id", ["SuperDex/PandaPush-v0", "SuperDex/PandaPickAndPlace-v0"])
+@pytest.mark.parametrize("env_id", ["SuperDex/PandaPush-v0", "SuperDex/PandaPickAndPlace-v0",
+                                    "SuperDex/PandaStack2-v0", "SuperDex/PandaStack3-v0"])
 def test_scripted_policies_on_the_arm_solve_95_of_100_seeded_episodes(env_id):
     """World i of a batch seeded 0 is the single env seeded i (contract tests), so this is seeds 0..99. Measured:
-    Push 99/100, PickAndPlace 100/100."""
+    Push 99/100, PickAndPlace 100/100, Stack2 100/100, Stack3 96/100."""
     success = _scripted_success(env_id, 100)
     assert success.mean() >= 0.95, np.flatnonzero(~success)
 
 
-@pytest.mark.parametrize("env_id", ["SuperDex/PandaPush-v0", "SuperDex/PandaPickAndPlace-v0"])
+@pytest.mark.parametrize("env_id", ["SuperDex/PandaPush-v0", "SuperDex/PandaPickAndPlace-v0",
+                                    "SuperDex/PandaStack2-v0"])
 def test_scripted_policies_on_the_arm_solve_seeded_episodes(env_id):
     success = _scripted_success(env_id, 8)
     assert success.all(), np.flatnonzero(~success)  # seeds 0..7 are among the measured successes

@@ -28,7 +28,8 @@ POLICIES = {"push": scripted_push_action, "reach": scripted_reach_action,
 # at 1.0 cm); a full-speed carry along the jaw slid the cube out of the 500 N/m fingers (100/100 at half speed).
 PANDA_FINGER_HALF_M = (0.0107, 0.0266)
 PANDA_KWARGS = {"push": {"finger_half_m": PANDA_FINGER_HALF_M, "push_step_m": 0.010},
-                "pick_and_place": {"finger_half_m": 0.0, "carry_action_max": 0.5}}
+                "pick_and_place": {"finger_half_m": 0.0, "carry_action_max": 0.5},
+                "stack": {"finger_half_m": 0.0, "carry_action_max": 0.3}}
 ROBOT_KWARGS = {("panda_arm:PandaArm", task): kwargs for task, kwargs in PANDA_KWARGS.items()}
 
 

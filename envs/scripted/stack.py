@@ -26,7 +26,9 @@ OPEN = 0.5  # finger command of a 6 cm opening: room around a 4 cm cube, and a f
 
 
 def scripted_stack_action(obs: dict, cube_half_m: float = 0.02, finger_half_m: float = 0.006,
-                          grasp_depth_m: float = 0.01) -> np.ndarray:
+                          grasp_depth_m: float = 0.01, carry_action_max: float = 1.0) -> np.ndarray:
+    """``carry_action_max``: the largest |action| component while holding a cube (1: the full 5 cm per step), as in
+    the PickAndPlace policy."""
     single, grip, goal = grip_and_goal(obs)
     o = np.atleast_2d(obs["observation"]).astype(np.float64)
     w = len(grip)
@@ -79,5 +81,7 @@ def scripted_stack_action(obs: dict, cube_half_m: float = 0.02, finger_half_m: f
     target[done & ~release, 2] = (top + 0.05)[done & ~release]
     action = np.zeros((w, 4))
     action[:, :3] = np.clip((target - grip) / MAX_STEP_M, -1.0, 1.0)
+    if carry_action_max < 1.0:
+        action[holding, :3] = np.clip(action[holding, :3], -carry_action_max, carry_action_max)
     action[:, 3] = fingers
     return action[0] if single else action
