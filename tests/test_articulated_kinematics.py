@@ -131,3 +131,6 @@ def test_kernels_match_the_numpy_kinematics():
     q[0, 3:6], q[1, 6:9] = 1e-6, 0.0
     for ours, numpy_ in zip(kin.link_jacobians(model, q), kin.link_jacobians_numpy(model, q)):
         np.testing.assert_allclose(ours, numpy_, rtol=0, atol=8 * np.finfo(float).eps * np.abs(numpy_).max())
+    # each joint's own motion: the kernel's exp is lie.exp_so3's arithmetic in its order, so the same bits
+    for ours, numpy_ in zip(kin.joint_transforms(model, q), kin.joint_transforms_numpy(model, q)):
+        assert np.array_equal(ours, numpy_)

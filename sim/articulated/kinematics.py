@@ -30,6 +30,16 @@ _FIRST_ORDER_ANGLE = float(np.finfo(np.float32).eps) ** 0.25
 
 def joint_transforms(model, q: np.ndarray):
     """(W, L, 3, 3) rotations and (W, L, 3) translations of each joint's motion (child side in joint frame)."""
+    _, kind, axis, _, _, _, _, _, _, offset, _ = _kernel_arrays(model)
+    q = kernel_array(q)
+    rot = np.empty((q.shape[0], model.num_links, 3, 3))
+    trans = np.empty((q.shape[0], model.num_links, 3))
+    kernels.joint_motion(kind, axis, offset, q, rot, trans)
+    return rot, trans
+
+
+def joint_transforms_numpy(model, q: np.ndarray):
+    """`joint_transforms` in numpy only (the kernel's oracle, tests/test_articulated_kinematics.py)."""
     q = np.asarray(q, dtype=np.float64)
     num_worlds = q.shape[0]
     rot = np.broadcast_to(np.eye(3), (num_worlds, model.num_links, 3, 3)).copy()
@@ -94,7 +104,7 @@ def link_jacobians(model, q: np.ndarray):
 
 def _frames_numpy(model, q):
     """`_frames` in numpy only (the kernel's oracle, tests/test_articulated_kinematics.py)."""
-    jrot, jtrans = joint_transforms(model, q)
+    jrot, jtrans = joint_transforms_numpy(model, q)
     num_worlds = jrot.shape[0]
     rot = np.empty((num_worlds, model.num_links, 3, 3))
     origin = np.empty((num_worlds, model.num_links, 3))

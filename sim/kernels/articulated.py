@@ -93,3 +93,27 @@ def jacobians(kind, axis, offset, subtree, frame_rot, joint_origin, com, jac):
                         jac[w, l, 3, col + c] = v[0]
                         jac[w, l, 4, col + c] = v[1]
                         jac[w, l, 5, col + c] = v[2]
+
+
+@kernel
+def joint_motion(kind, axis, offset, q, rot, trans):
+    """Each joint's own motion (W, L, 3, 3) and (W, L, 3) for poses q (W, D): kinematics.joint_transforms."""
+    theta = np.empty(3)
+    for w in range(q.shape[0]):
+        for i in range(kind.shape[0]):
+            o = offset[i]
+            for a in range(3):
+                trans[w, i, a] = 0.0
+                for b in range(3):
+                    rot[w, i, a, b] = 1.0 if a == b else 0.0
+            if kind[i] == 2:
+                theta[0], theta[1], theta[2] = q[w, o] * axis[i, 0], q[w, o] * axis[i, 1], q[w, o] * axis[i, 2]
+                _exp(theta, rot[w, i])
+            elif kind[i] == 1:
+                trans[w, i, 0], trans[w, i, 1], trans[w, i, 2] = (q[w, o] * axis[i, 0], q[w, o] * axis[i, 1],
+                                                                  q[w, o] * axis[i, 2])
+            elif kind[i] == 3:
+                _exp(q[w, o:o + 3], rot[w, i])
+            elif kind[i] == 0:
+                trans[w, i, 0], trans[w, i, 1], trans[w, i, 2] = q[w, o], q[w, o + 1], q[w, o + 2]
+                _exp(q[w, o + 3:o + 6], rot[w, i])
