@@ -32,7 +32,7 @@ from .. import lie
 from ..jit import kernel_array
 from ..kernels import articulated_terms as articulated_kernels
 from ..model import Kinematics, convergence_weights
-from ..params import ConvergenceStatus
+from ..params import ConvergenceMode, ConvergenceStatus
 from ..solver.numpy_newton import evaluate_potentials
 from ..step import pipeline
 from ..step.integration import effective_tableau
@@ -166,8 +166,11 @@ def _stopping(solver, core, group, arts, gravity):
     rigid[..., :3] = np.broadcast_to(group.force_weight, core.bodies.mass.shape)[dyn][None, :, None]
     rigid[..., 3:] = group.torque_weight[:, dyn]
     a_ref = max(1.0, float(np.linalg.norm(gravity)))
-    weights = np.concatenate([rigid.reshape(num_worlds, -1)]
-                             + [articulation_weights(art.actor.model, art.sub.q, a_ref) for art in arts], axis=1)
+    if solver.non_linear_solver.convergence_mode is ConvergenceMode.GLOBAL:  # from_solver weighs every DoF 1
+        weights = np.ones((num_worlds, rigid[0].size + sum(art.sub.q.shape[1] for art in arts)))
+    else:
+        weights = np.concatenate([rigid.reshape(num_worlds, -1)]
+                                 + [articulation_weights(art.actor.model, art.sub.q, a_ref) for art in arts], axis=1)
     segments = np.concatenate([6 * np.arange(dyn.size), [art.offset for art in arts]]).astype(np.int64)
     return from_solver(solver.non_linear_solver, weights, segments)
 

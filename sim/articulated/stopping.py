@@ -66,8 +66,8 @@ def articulation_weights(model, q: np.ndarray, a_ref: float) -> np.ndarray:
     body_inertia = np.trace(s, axis1=-2, axis2=-1)[:, None, None] * np.eye(3) - s
     world_inertia = rot @ body_inertia @ np.swapaxes(rot, -1, -2)
     lin, ang = jac[:, :, :3], jac[:, :, 3:]
-    mgen = (np.einsum("l,wlkd,wlkd->wd", model.mass, lin, lin)
-            + np.einsum("wlkd,wlkj,wljd->wd", ang, world_inertia, ang))
+    # sums of squares by elementwise products and a batched matmul: the three-operand einsum loops generically
+    mgen = (model.mass[None, :, None, None] * lin * lin + ang * (world_inertia @ ang)).sum(axis=(1, 2))
     scale2 = a_ref * a_ref * float(np.sum(model.mass)) * mgen
     return np.where(scale2 > 0, 1.0 / np.where(scale2 > 0, scale2, 1.0), 1.0)
 
