@@ -173,6 +173,9 @@ def test_the_default_workspace_and_home_are_reachable_pointing_down():
     ({"workspace": ((-0.2, -0.2, 0.005), (0.9, 0.2, 0.3))}, "workspace .* is beyond the arm's reach"),
     ({"workspace": ((-0.2, -0.2, -0.1), (0.2, 0.2, 0.3))}, "workspace low z"),
     ({"workspace": (0.2, 0.2)}, r"workspace must be \(low \(3,\), high \(3,\)\)"),
+    ({"max_step": 0.0}, r"max_step must be in \(0, 0.5\]"),
+    ({"max_step": float("nan")}, r"max_step must be in \(0, 0.5\]"),
+    ({"max_step": 0.6}, r"max_step must be in \(0, 0.5\]"),
 ])
 def test_bad_kwargs_raise_naming_the_argument(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -180,6 +183,20 @@ def test_bad_kwargs_raise_naming_the_argument(kwargs, match):
     env = gym.make(ENV_ID)  # nothing was left behind: a good make works
     env.reset(seed=0)
     env.step(np.zeros(4))
+
+
+def test_max_step_scales_the_ee_target_per_unit_action():
+    """The joint target of one step of +x is the IK of the grip point moved by max_step (2 cm), not by the default
+    5 cm. From home, Franka's joint velocity limits let the grip move at most 2.5 cm along +x in a 25 Hz step (the
+    whole joint step scaled to the fastest joint's cap), so a larger max_step is capped there."""
+    env = gym.make(ENV_ID, max_step=0.02)
+    env.reset(seed=0)
+    robot = env.unwrapped.worlds.robot
+    grip, _ = robot.grip_point()
+    env.step(np.array([1.0, 0.0, 0.0, 0.0]))
+    q = np.concatenate([robot._target, np.zeros((1, robot.model.num_dofs - pa.ARM))], axis=1)
+    reached, _ = pa.hand_grip(robot.model, q)
+    np.testing.assert_allclose(reached - grip, [[0.02, 0.0, 0.0]], rtol=0, atol=1e-4)  # the IK's few iterations
 
 
 def test_a_joints_action_of_the_wrong_length_raises_and_steps_nothing():

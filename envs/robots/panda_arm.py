@@ -58,7 +58,7 @@ from superdex_gym.sim import lie
 from superdex_gym.sim.articulated import batch
 from superdex_gym.sim.articulated.kinematics import forward_kinematics, link_jacobians
 from superdex_gym.sim.articulated.model import build_model
-from superdex_gym.sim.validation import as_bool, real_array
+from superdex_gym.sim.validation import as_bool, as_real, real_array
 
 from ..core.config import GRASP_CONTACT, V_MAX, clip
 from . import panda_model as pm
@@ -255,11 +255,13 @@ class PandaArm(Robot):
         self._bounds = self.observation_bounds()
 
     @staticmethod
-    def make_config(control="ee", block_gripper=True, home_joints=None, workspace=None) -> PandaArmConfig:
+    def make_config(control="ee", block_gripper=True, home_joints=None, workspace=None, max_step=0.05) -> PandaArmConfig:
         """The arm's ``gym.make`` kwargs: ``control`` ("ee", "ee_yaw" or "joints"), ``block_gripper`` (the finger
         command is ignored, fingers closed), ``home_joints`` (7 angles [rad] inside the joint limits: the posture
         the IK starts from and keeps in its null space) and ``workspace`` ((low (3,), high (3,)) [m]: the box the
-        "ee" targets are clipped to; every point of it must be reachable pointing down)."""
+        "ee" targets are clipped to; every point of it must be reachable pointing down) and ``max_step`` (the grip
+        point's target displacement per control step at |action| = 1 in the "ee" modes [m]; the joints still move
+        at most at Franka's velocity limits)."""
         if not isinstance(control, str) or control not in CONTROL_MODES:
             raise ValueError(f"control must be one of {list(CONTROL_MODES)}, got {control!r}")
         if home_joints is None:
@@ -276,8 +278,12 @@ class PandaArm(Robot):
             if bounds.shape != (2, 3) or not np.all(np.isfinite(bounds)):
                 raise ValueError(f"workspace must be (low (3,), high (3,)) finite [m], got {workspace!r}")
             workspace = tuple(tuple(float(v) for v in row) for row in bounds)
+        max_step = as_real(max_step, "max_step")
+        if not 0.0 < max_step <= 0.5:
+            raise ValueError(f"max_step must be in (0, 0.5] m per control step, got {max_step!r}")
         return PandaArmConfig(control=control, block_gripper=as_bool(block_gripper, "block_gripper"),
-                              home_joints=home_joints, workspace_low=workspace[0], workspace_high=workspace[1]).validate()
+                              home_joints=home_joints, workspace_low=workspace[0], workspace_high=workspace[1],
+                              max_step_m=max_step).validate()
 
     # --- what a task may read (envs/robots/base.py) ----------------------------------------------------------------
     def workspace(self) -> tuple[np.ndarray, np.ndarray]:
