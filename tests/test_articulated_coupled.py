@@ -230,6 +230,19 @@ def test_worlds_together_equal_each_alone_with_contact(method):
             assert np.array_equal(together[k][1][w], alone[k][1][0]), (w, k)
 
 
+def test_evaluating_only_the_moving_worlds_gives_the_bits_of_evaluating_all(monkeypatch):
+    """The coupled Newton evaluates only the worlds an iteration or a line-search try moves
+    (coupled.SUBSET_EVALUATION); worlds converging at different iterations, in contact, step to the same bits as
+    when every world is evaluated every time."""
+    poses = [[1.2, 0.0, 0.0], [1.0, 0.3, -0.2], [-1.1, 0.0, 0.4], [0.1, 0.0, 0.0]]
+    runs = []
+    for flag in (True, False):
+        monkeypatch.setattr(coupled, "SUBSET_EVALUATION", flag)
+        runs.append(_run(IntegrationMethod.BDF2, poses, steps=12))
+    for k in range(12):
+        assert np.array_equal(runs[0][k][0], runs[1][k][0]) and np.array_equal(runs[0][k][1], runs[1][k][1]), k
+
+
 # Backward Euler in the default lane, the other integrators in the slow lane (pytest -m slow, run by CI).
 @pytest.mark.parametrize("method", [m if m is IntegrationMethod.BACKWARD_EULER else pytest.param(m, marks=pytest.mark.slow)
                                     for m in IntegrationMethod if m is not IntegrationMethod.COUNT])

@@ -33,17 +33,21 @@ from ..jit import kernel_array
 from ..kernels import articulated_terms as articulated_kernels
 from ..model import Kinematics, convergence_weights
 from ..params import ConvergenceMode, ConvergenceStatus
-from ..solver.numpy_newton import evaluate_potentials
+from ..solver.numpy_newton import evaluate_potentials, subset_context
 from ..step import pipeline
 from ..step.integration import effective_tableau
 from . import worlds as per_world
 from .boundary import eliminate
 from .compiled_terms import total
+from .energy import take_worlds
 from .kinematics import add_delta, forward_kinematics, link_jacobians
 from .oracle import _ARMIJO, minimize
 from .stopping import articulation_weights, from_solver
 
 PATH_NAME = "numpy: generalized coordinates (articulated actors)"
+# Evaluate only the worlds a Newton iteration or line-search try moves (False: every world every time; a switch
+# for tests, which check both give the same bits)
+SUBSET_EVALUATION = True
 
 
 @dataclass
@@ -304,10 +308,27 @@ def newton(ctx_core, ctx_full, c, r, qs, arts, extra, size, stop):
     held = np.concatenate([art.offset + art.sub.boundary.effective()[0] for art in arts])
     qs = [art.sub.boundary.hold(q) if art.sub.boundary else q for art, q in zip(arts, qs)]
 
-    def evaluate(x):
-        energy, grad, hess, (cc, rr) = _evaluate(ctx_core, ctx_full, x[0], x[1], x[2], arts, extra, size)
-        eliminate(grad, hess, held)
-        return energy, grad, hess, (cc, rr, x[2])
+    num_worlds = c.shape[0]
+
+    def evaluate(x, rows, base):
+        if rows is None or rows.size == num_worlds or not SUBSET_EVALUATION:
+            energy, grad, hess, (cc, rr) = _evaluate(ctx_core, ctx_full, x[0], x[1], x[2], arts, extra, size)
+            eliminate(grad, hess, held)
+            return energy, grad, hess, (cc, rr, x[2])
+        # only the worlds still moving: each world's terms are its own (worlds together == alone), so the others'
+        # are the base's, bit for bit
+        sub_arts = [replace(art, stage=take_worlds(art.stage, rows)) for art in arts]
+        e, g, h, (cc, rr) = _evaluate(subset_context(ctx_core, rows), subset_context(ctx_full, rows), x[0][rows],
+                                      x[1][rows], [q[rows] for q in x[2]], sub_arts, extra, size)
+        eliminate(g, h, held)
+        energy, grad, hess = base[0].copy(), base[1].copy(), base[2].copy()
+        energy[rows], grad[rows], hess[rows] = e, g, h
+        c_out, r_out = base[3][0].copy(), base[3][1].copy()
+        c_out[rows], r_out[rows] = cc, rr
+        qs_out = [qb.copy() for qb in base[3][2]]
+        for qo, q in zip(qs_out, x[2]):
+            qo[rows] = q[rows]
+        return energy, grad, hess, (c_out, r_out, qs_out)
 
     def select(mask, trial, x):
         return (np.where(mask[:, None, None], trial[0], x[0]), np.where(mask[:, None, None, None], trial[1], x[1]),

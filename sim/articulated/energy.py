@@ -35,7 +35,7 @@ What the released engine does, and so what these do (tests/reference_data/articu
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -129,6 +129,23 @@ class StageData:
     psd: bool = True  # project indefinite link rotation blocks (Newton); False gives the exact blocks (tests)
     # the drives as kernel arrays (compiled_terms), packed at first use; not an init field, so replace() drops it
     packed: tuple | None = field(default=None, init=False, repr=False, compare=False)
+
+
+def _rows_of(value, rows):
+    """A per-world array's ``rows``; scalars and None (shared by every world) as they are."""
+    return value if value is None or np.ndim(value) == 0 else value[rows]
+
+
+def take_worlds(stage: StageData, rows: np.ndarray) -> StageData:
+    """``stage`` restricted to its worlds ``rows`` (per-world drive and tracking targets too)."""
+    return replace(
+        stage, q0=stage.q0[rows], link_pred_com=stage.link_pred_com[rows], link_pred_rot=stage.link_pred_rot[rows],
+        joint_velocity0=stage.joint_velocity0[rows], gravity=_rows_of(stage.gravity, rows),
+        dof_loads=_rows_of(stage.dof_loads, rows), joint_pred_trans=_rows_of(stage.joint_pred_trans, rows),
+        joint_pred_rot=_rows_of(stage.joint_pred_rot, rows),
+        drives=[replace(d, target=_rows_of(d.target, rows), target_old=_rows_of(d.target_old, rows))
+                for d in stage.drives],
+        tracking=[replace(t, target=t.target[rows], target_old=t.target_old[rows]) for t in stage.tracking])
 
 
 def link_terms_cartesian(model, com, rot, stage: StageData):

@@ -495,7 +495,7 @@ class ArticulatedOracle:
         if held.size:
             q0 = self.boundary.hold(q0)
 
-        def evaluate(q):
+        def evaluate(q, rows, base):  # every world: the oracle stays the plain batched formulation
             energy, grad, hess = self.terms(m, q, stage)
             eliminate(grad, hess, held)
             return energy, grad, hess, q
@@ -539,15 +539,17 @@ class ArticulatedOracle:
 
 
 def minimize(evaluate, move, select, x, num_worlds: int, accept, stop: Stopping):
-    """Newton with a backtracking line search, per world: ``evaluate(x)`` -> (energy (W,), gradient (W, n),
-    Newton matrix (W, n, n), x as evaluated), ``move(x, step)`` the iterate moved by step (W, n),
+    """Newton with a backtracking line search, per world: ``evaluate(x, rows, base)`` -> (energy (W,), gradient
+    (W, n), Newton matrix (W, n, n), x as evaluated), where only the worlds ``rows`` need evaluating and ``base``
+    holds those four for the others (rows None: every world; an evaluate may always do all: the other rows of its
+    result are not read), ``move(x, step)`` the iterate moved by step (W, n),
     ``select(mask, trial, x)`` trial where mask else x, ``accept(...)`` the line search's rule, ``stop`` the
     `Stopping` rule (at most stop.max_iter iterations; a world stops once converged or once its step moved nothing
     by more than stop.step_tol). Returns (x, iterations per world, converged per world); the accepted trial's terms
     are the next iteration's (a world's own values only)."""
     active = np.ones(num_worlds, dtype=bool)
     iterations = np.zeros(num_worlds, dtype=np.int64)
-    energy, grad, hess, x = evaluate(x)
+    energy, grad, hess, x = evaluate(x, None, None)
     rho0 = stop.residuals(grad)
     converged = np.zeros(num_worlds, dtype=bool)
     for it in range(stop.max_iter):
@@ -559,12 +561,15 @@ def minimize(evaluate, move, select, x, num_worlds: int, accept, stop: Stopping)
         slope = np.einsum("wd,wd->w", grad, direction)
         alpha = np.where(active, 1.0, 0.0)
         grad_norm = np.linalg.norm(grad, axis=1)
+        # the first try evaluates the active worlds (the others' step is 0), each later one the worlds it backtracks
+        rows, base = np.flatnonzero(active), (energy, grad, hess, x)
         for _ls in range(stop.line_search_max_iter):
-            e_trial, g_trial, h_trial, trial = evaluate(move(x, alpha[:, None] * direction))
+            e_trial, g_trial, h_trial, trial = evaluate(move(x, alpha[:, None] * direction), rows, base)
             bad = active & ~accept(e_trial, energy, g_trial, grad_norm, alpha, slope) & (alpha > 1e-12)
             if not np.any(bad) or _ls == stop.line_search_max_iter - 1:
                 break  # the last try is taken even without improvement
             alpha = np.where(bad, stop.line_search_alpha * alpha, alpha)
+            rows, base = np.flatnonzero(bad), (e_trial, g_trial, h_trial, trial)
         iterations += active
         moved = np.max(np.abs(alpha[:, None] * direction), axis=1)
         x = select(active, trial, x)

@@ -265,7 +265,7 @@ class _NewtonRun:
         if sub is None:
             if len(self._ctx_cache) > 64:
                 self._ctx_cache.clear()
-            sub = self._ctx_cache[key] = _subset_context(self.ctx, rows)
+            sub = self._ctx_cache[key] = subset_context(self.ctx, rows)
         return sub
 
     def evaluate(self, cc, rr, project_mask, rows=None, base=None):
@@ -447,7 +447,7 @@ _WORLD_FIELDS = ("com_position0", "rotation0", "linear_velocity0", "angular_velo
                  "external_force", "offset_force", "torque_weight")
 
 
-def _subset_context(ctx: StageContext, rows: np.ndarray) -> StageContext:
+def subset_context(ctx: StageContext, rows: np.ndarray) -> StageContext:
     """The stage context of a subset of its worlds (``world_index`` keeps the batch indices)."""
     changes = {name: getattr(ctx, name)[rows] for name in _WORLD_FIELDS if getattr(ctx, name) is not None}
     base_index = ctx.world_index if ctx.world_index is not None else np.arange(ctx.com_position0.shape[0])
