@@ -372,8 +372,31 @@ def arm_scene(num_worlds: int, mod=mochi):
     return scene, arm
 
 
-def case_arm(num_worlds: int, repeats: int, steps: int):
-    return _settled_rate(arm_scene(num_worlds)[0], num_worlds, repeats, steps)  # settled against the drives first
+# The arm pressing on a cube: a free 8 cm cube (0.512 kg) on a static slab, its top 1 mm below the lowest corner of
+# the fingers at ARM_POSE (forward kinematics: y = 0.2425 m, x, z = 0.582, -0.158 m); sagging under gravity against
+# its drives, the arm comes down on it, so the step has finger-cube and cube-slab contact.
+ARM_CUBE_CENTRE = [0.582, 0.2425 - 0.001 - 0.04, -0.158]
+
+
+def arm_cube_scene(num_worlds: int, mod=mochi):
+    """`arm_scene` with the cube of ARM_CUBE_CENTRE under its fingers, on ``mod`` (the same calls on both engines)."""
+    scene, arm = arm_scene(1, mod)
+    corners = np.array([[(1 if (i >> k) & 1 else -1) for k in range(3)] for i in range(8)], dtype=np.float64)
+    tris = np.array([[0, 2, 3], [0, 3, 1], [4, 5, 7], [4, 7, 6], [0, 1, 5], [0, 5, 4], [2, 6, 7], [2, 7, 3],
+                     [0, 4, 6], [0, 6, 2], [1, 3, 7], [1, 7, 5]], dtype=np.int32).ravel()
+    cube, slab = (mod.create_tri_mesh_shape((corners * h).ravel(), tris) for h in ([0.04] * 3, [0.3, 0.02, 0.3]))
+    x, y, z = ARM_CUBE_CENTRE
+    scene.create_rigid_actor(name="slab", shape=slab, is_static=True,
+                             world_from_local=mod.TransformRT(translation=[x, y - 0.06, z]))
+    scene.create_rigid_actor(name="cube", shape=cube, density=1000.0,
+                             world_from_local=mod.TransformRT(translation=[x, y, z]))
+    if num_worlds > 1:
+        scene.set_num_worlds(num_worlds)
+    return scene, arm
+
+
+def case_arm(num_worlds: int, repeats: int, steps: int, scene_of=arm_scene):
+    return _settled_rate(scene_of(num_worlds)[0], num_worlds, repeats, steps)  # settled against the drives first
 
 
 CASES = {
@@ -392,6 +415,8 @@ CASES = {
     # the released engine's single-thread rate of the same arm: tools/reference_runs/arm_speed.py
     "arm (7 joints + 2 fingers) holding a pose, W=1": lambda r, s: case_arm(1, r, max(5, s // 4)),
     "arm (7 joints + 2 fingers) holding a pose, W=64": lambda r, s: case_arm(64, r, max(3, s // 20)),
+    "arm pressing on a cube, W=1": lambda r, s: case_arm(1, r, max(5, s // 4), arm_cube_scene),
+    "arm pressing on a cube, W=64": lambda r, s: case_arm(64, r, max(3, s // 20), arm_cube_scene),
 }
 
 

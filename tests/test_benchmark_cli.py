@@ -3,6 +3,8 @@ the ratio explained, --json for machines."""
 
 import json
 
+import numpy as np
+
 import pytest
 
 from superdex_gym import benchmark
@@ -106,3 +108,17 @@ def test_arm_case_runs_and_its_worlds_hold_the_same_pose(tmp_path):
     assert (arm.get_articulated_pose(world=0) == arm.get_articulated_pose(world=1)).all()
     # drives of stiffness 2000 against the links' weight: held within a few hundredths of the targets
     assert abs(arm.get_articulated_pose() - benchmark.ARM_POSE).max() < 0.05
+
+
+def test_arm_cube_case_presses_the_fingers_on_the_cube():
+    """The cube under the fingers changes the arm's motion (contact) and rests on its slab."""
+    held, arm0 = benchmark.arm_scene(1)
+    pressed, arm1 = benchmark.arm_cube_scene(2)
+    cube = next(a for a in pressed.get_actors() if a.get_name() == "cube")
+    for _ in range(20):
+        held.step(0.01)
+        pressed.step(0.01)
+    assert abs(arm1.get_articulated_pose() - arm0.get_articulated_pose()).max() > 1e-3  # the cube pushes back
+    y = pressed.get_actor_poses([cube])[0][:, 0, 1]
+    assert np.all(abs(y - benchmark.ARM_CUBE_CENTRE[1]) < 2e-3)  # on the slab, not pushed through or thrown
+    assert (arm1.get_articulated_pose(world=0) == arm1.get_articulated_pose(world=1)).all()

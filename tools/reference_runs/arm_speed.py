@@ -1,5 +1,5 @@
 """Time the released engine on the benchmark's arm (7 revolute joints + 2 prismatic fingers held by single-DoF
-drives), single-threaded, in world-steps/s (documentation only).
+drives; with ``--scene cube`` pressing on a free cube), single-threaded, in world-steps/s (documentation only).
 
 The scene is built by the very source of ``superdex_gym.benchmark.arm_scene`` (read from the file and run with the
 released engine as ``mod``: the same calls on both engines). The released engine has no ``set_num_worlds``, so W
@@ -26,17 +26,18 @@ import numpy as np
 from _common import init, precision
 
 BENCH = Path(__file__).resolve().parents[2] / "superdex_gym" / "benchmark.py"
-NAMES = ("ARM_AXES", "ARM_POSE", "arm_scene")
+NAMES = ("ARM_AXES", "ARM_POSE", "arm_scene", "ARM_CUBE_CENTRE", "arm_cube_scene")
 
 
-def load_arm_scene():
-    """``arm_scene`` and its constants, compiled from benchmark.py's source (nothing else of ours is imported)."""
+def load_arm_scenes():
+    """``arm_scene``, ``arm_cube_scene`` and their constants, compiled from benchmark.py's source (nothing else of
+    ours is imported)."""
     tree = ast.parse(BENCH.read_text())
     keep = [n for n in tree.body if (isinstance(n, ast.FunctionDef) and n.name in NAMES) or (
         isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id in NAMES for t in n.targets))]
     namespace = {"np": np, "mochi": None}  # the default ``mod`` names our module; the released one is passed
     exec(compile(ast.Module(body=keep, type_ignores=[]), str(BENCH), "exec"), namespace)  # noqa: S102 (ours)
-    return namespace["arm_scene"]
+    return namespace
 
 
 def main() -> None:
@@ -44,9 +45,11 @@ def main() -> None:
     parser.add_argument("--worlds", type=int, nargs="+", default=[1, 64])
     parser.add_argument("--steps", type=int, default=25)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--scene", choices=("hold", "cube"), default="hold",
+                        help="the arm holding a pose (arm_scene) or pressing on a cube (arm_cube_scene)")
     args = parser.parse_args()
     sdp = init()
-    arm_scene = load_arm_scene()
+    arm_scene = load_arm_scenes()["arm_scene" if args.scene == "hold" else "arm_cube_scene"]
     out = {"build": precision(), "script": "tools/reference_runs/arm_speed.py", "args": vars(args), "worlds": {}}
     for w in args.worlds:
         scenes = [arm_scene(1, sdp) for _ in range(w)]
