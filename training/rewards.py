@@ -75,7 +75,8 @@ from stable_baselines3.common.vec_env import VecEnvWrapper
 
 from ..envs.scripted.throw import discrete_flight_crossing
 
-# Push's observation layout (envs/tasks/push.py): the grip point first, then the cube
+# Push's observation layout (envs/tasks/push.py): the grip point first, then the cube (a robot's own parts, the
+# Panda's joint positions and velocities, come after the task's)
 GRIP, CUBE, FINGERS, CUBE_VELOCITY = slice(0, 3), slice(3, 6), slice(9, 11), slice(14, 17)
 # Stack's (envs/tasks/stack.py): the grip point, the finger offsets, ...; the cubes are the achieved goal
 STACK_FINGERS = slice(3, 5)
@@ -253,7 +254,7 @@ class PushStagedReward(StagedReward):
     """``push_staged_reward`` on Push's observation."""
 
     name = "push_staged"
-    env_ids = ("SuperDex/Push-v0", "SuperDex/PushDense-v0")
+    env_ids = ("SuperDex/Push-v0", "SuperDex/PushDense-v0", "SuperDex/PandaPush-v0", "SuperDex/PandaPushDense-v0")
     terms = ("reach", "place", "reached")
 
     @staticmethod
@@ -265,7 +266,7 @@ class PickAndPlaceStagedReward(StagedReward):
     """``pick_and_place_staged_reward`` on PickAndPlace's observation (Push's layout)."""
 
     name = "pick_and_place_staged"
-    env_ids = ("SuperDex/PickAndPlace-v0",)
+    env_ids = ("SuperDex/PickAndPlace-v0", "SuperDex/PandaPickAndPlace-v0")
     terms = ("reach", "close", "grasped", "lift", "carry")
 
     @staticmethod
