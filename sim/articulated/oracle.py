@@ -1,5 +1,7 @@
-"""A Newton step over joint coordinates for articulated-only scenes, for every integration method: the oracle the
-compiled path will be held to, and what the fidelity tests run against the released engine's trajectories.
+"""A Newton step over joint coordinates for articulated-only scenes, for every integration method: the whole-array
+formulation a compiled Newton will be held to, and what the fidelity tests run against the released engine's
+trajectories. Its stage objective is `terms` (compiled_terms.total by default, as the scene steps; energy.total
+evaluates every term in numpy).
 
 State per world: the pose q, the joint velocities, and a rigid velocity state (v, F = skew(w) + S) for each link and
 for each joint's own motion, which the engine keeps: after a step v = (c - c0)/dt and F = (R - R0)/dt R^T (finite
