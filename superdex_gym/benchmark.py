@@ -342,14 +342,18 @@ ARM_AXES = ([0, 0, 1], [1, 0, 0]) * 3 + ([0, 0, 1],)
 ARM_POSE = [0.3, -0.4, 0.2, 0.6, -0.1, 0.3, 0.5, 0.02, 0.02]
 
 
-def arm_scene(num_worlds: int, mod=mochi):
-    """The 7-joint arm with two fingers, in ``num_worlds`` worlds, on ``mod`` (this engine, or the released one in
-    tools/reference_runs/arm_speed.py: the same calls)."""
+def arm_box_shape(mod, half):
+    """A box of half extents ``half`` as a triangle mesh (the call both engines take alike)."""
     corners = np.array([[(1 if (i >> k) & 1 else -1) for k in range(3)] for i in range(8)], dtype=np.float64)
     tris = np.array([[0, 2, 3], [0, 3, 1], [4, 5, 7], [4, 7, 6], [0, 1, 5], [0, 5, 4], [2, 6, 7], [2, 7, 3],
                      [0, 4, 6], [0, 6, 2], [1, 3, 7], [1, 7, 5]], dtype=np.int32).ravel()
-    link, finger = (mod.create_tri_mesh_shape((corners * h).ravel(), tris) for h in ([0.04, 0.1, 0.04],
-                                                                                     [0.01, 0.04, 0.02]))
+    return mod.create_tri_mesh_shape((corners * np.asarray(half, dtype=np.float64)).ravel(), tris)
+
+
+def arm_scene(num_worlds: int, mod=mochi):
+    """The 7-joint arm with two fingers, in ``num_worlds`` worlds, on ``mod`` (this engine, or the released one in
+    tools/reference_runs/arm_speed.py: the same calls)."""
+    link, finger = arm_box_shape(mod, [0.04, 0.1, 0.04]), arm_box_shape(mod, [0.01, 0.04, 0.02])
     jt, tf = mod.ArticulatedJointType, mod.TransformRT
     p = mod.ArticulatedActorParams(name="arm", world_from_root=tf(translation=[0, 1.5, 0]))
     joints = [mod.ArticulatedJointParams(type=jt.REVOLUTE, axis=axis, parent_link_from_joint=tf(translation=[0, -0.1 if i else 0, 0]))
@@ -381,10 +385,7 @@ ARM_CUBE_CENTRE = [0.582, 0.2425 - 0.001 - 0.04, -0.158]
 def arm_cube_scene(num_worlds: int, mod=mochi):
     """`arm_scene` with the cube of ARM_CUBE_CENTRE under its fingers, on ``mod`` (the same calls on both engines)."""
     scene, arm = arm_scene(1, mod)
-    corners = np.array([[(1 if (i >> k) & 1 else -1) for k in range(3)] for i in range(8)], dtype=np.float64)
-    tris = np.array([[0, 2, 3], [0, 3, 1], [4, 5, 7], [4, 7, 6], [0, 1, 5], [0, 5, 4], [2, 6, 7], [2, 7, 3],
-                     [0, 4, 6], [0, 6, 2], [1, 3, 7], [1, 7, 5]], dtype=np.int32).ravel()
-    cube, slab = (mod.create_tri_mesh_shape((corners * h).ravel(), tris) for h in ([0.04] * 3, [0.3, 0.02, 0.3]))
+    cube, slab = arm_box_shape(mod, [0.04] * 3), arm_box_shape(mod, [0.3, 0.02, 0.3])
     x, y, z = ARM_CUBE_CENTRE
     scene.create_rigid_actor(name="slab", shape=slab, is_static=True,
                              world_from_local=mod.TransformRT(translation=[x, y - 0.06, z]))

@@ -204,22 +204,9 @@ def test_dry_friction_ramp_is_the_documented_one():
     assert d1x[0] == 2 / vf
 
 
-def _world(target, w):
-    """A tracking target restricted to world w."""
-    return dataclasses.replace(target, target=target.target[w:w + 1], target_old=target.target_old[w:w + 1])
-
-
 def world_stage(s, w):
     """Stage data ``s`` restricted to world w (per-world drive targets too)."""
-    def one(x):
-        return x if x is None or np.ndim(x) == 0 else x[w:w + 1]
-
-    return dataclasses.replace(
-        s, q0=s.q0[w:w + 1], link_pred_com=s.link_pred_com[w:w + 1], link_pred_rot=s.link_pred_rot[w:w + 1],
-        joint_velocity0=s.joint_velocity0[w:w + 1], gravity=s.gravity[w:w + 1], dof_loads=one(s.dof_loads),
-        joint_pred_trans=one(s.joint_pred_trans), joint_pred_rot=one(s.joint_pred_rot),
-        drives=[dataclasses.replace(d, target=one(d.target), target_old=one(d.target_old)) for d in s.drives],
-        tracking=[_world(x, w) for x in s.tracking])
+    return energy.take_worlds(s, slice(w, w + 1))
 
 
 def test_worlds_together_equal_each_alone_bit_for_bit():

@@ -1,7 +1,7 @@
 """An articulation's stage terms in joint coordinates over W worlds, in one kernel call: the links' inertia and
 gravity pulled back through their Jacobians, and the 1-DoF joint terms (rotor inertia, viscous and dry friction,
 soft limits, single-DoF drives). sim/articulated/energy.py holds the numpy oracle of each
-(tests/test_articulated_compiled_terms.py compares them); sim/articulated/compiled.py packs the arrays.
+(tests/test_articulated_compiled_terms.py compares them); sim/articulated/compiled_terms.py packs the arrays.
 
 Groups: ``links`` (mass, has_gravity, second_moment, and per link the DoF columns that move it, ascending, and
 their count), ``joints`` (the 1-DoF table: dof, rotor inertia, viscous,

@@ -26,7 +26,7 @@ import numpy as np
 from _common import init, precision
 
 BENCH = Path(__file__).resolve().parents[2] / "superdex_gym" / "benchmark.py"
-NAMES = ("ARM_AXES", "ARM_POSE", "arm_scene", "ARM_CUBE_CENTRE", "arm_cube_scene")
+NAMES = ("ARM_AXES", "ARM_POSE", "arm_box_shape", "arm_scene", "ARM_CUBE_CENTRE", "arm_cube_scene")
 
 
 def load_arm_scenes():
