@@ -1,7 +1,6 @@
 """Every term of the articulated stage energy (sim/articulated/energy.py): gradients against central differences
 of the energy along Lie increments, Hessians against central differences of the gradient."""
 
-
 import numpy as np
 import pytest
 
